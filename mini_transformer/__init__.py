@@ -1,0 +1,36 @@
+"""mini_transformer: the equations of "Attention Is All You Need", each written once.
+
+Every function runs on NumPy arrays (the reference) and, unchanged, on torch
+tensors on any device, through the Array API (``array-api-compat``).
+``import mini_transformer`` does not import torch; ``mini_transformer.torch``
+holds the ``nn.Module`` wrappers.
+"""
+
+from .attention import apply_mask, causal_mask, padding_mask, scaled_dot_product_attention
+from .encoder import encoder, encoder_layer
+from .feedforward import feed_forward
+from .layernorm import layer_norm
+from .multihead import multi_head_attention
+from .params import EncoderLayerParams, FeedForwardParams, MultiHeadParams
+from .positional import positional_encoding
+from .softmax import log_sum_exp, softmax
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EncoderLayerParams",
+    "FeedForwardParams",
+    "MultiHeadParams",
+    "apply_mask",
+    "causal_mask",
+    "encoder",
+    "encoder_layer",
+    "feed_forward",
+    "layer_norm",
+    "log_sum_exp",
+    "multi_head_attention",
+    "padding_mask",
+    "positional_encoding",
+    "scaled_dot_product_attention",
+    "softmax",
+]

@@ -1,0 +1,120 @@
+"""Scaled dot-product attention and its masks (chapter 4).
+
+Mask convention (the same as ``torch.nn.functional.scaled_dot_product_attention``
+and JAX): a **bool** mask is True where a query *may attend* to a key; a
+**float** mask is *added* to the scores (0 keeps a score, ``-inf`` removes it).
+``torch.nn.MultiheadAttention``'s ``key_padding_mask`` and ``attn_mask`` use the
+opposite bool polarity (True = *masked out*): pass ``~mask`` to them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from array_api_compat import is_array_api_obj, is_numpy_array, is_torch_array
+
+from . import _checks
+from .softmax import softmax
+
+
+def causal_mask(n_q: int, n_k: int | None = None):
+    """Bool (n_q, n_k): True where query i may attend to key j, i.e. j <= i.
+
+    Upper-left aligned (``tril``), as ``torch.tril`` and ``is_causal=True``.
+    """
+    n_k = n_q if n_k is None else n_k
+    if n_q < 1 or n_k < 1:
+        raise ValueError(f"causal_mask needs n_q >= 1 and n_k >= 1, got {n_q}, {n_k}")
+    return np.tril(np.ones((n_q, n_k), dtype=bool))
+
+
+def padding_mask(lengths, n_k: int):
+    """Bool (batch, 1, n_k): True on the first ``lengths[b]`` keys of sequence b.
+
+    The singleton axis broadcasts over the queries.
+    """
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
+        raise ValueError(
+            f"lengths must be a 1-D sequence of integers, got {lengths.dtype} "
+            f"array of shape {lengths.shape}"
+        )
+    if np.any(lengths < 0) or np.any(lengths > n_k):
+        raise ValueError(f"lengths must lie in [0, n_k={n_k}], got {lengths.tolist()}")
+    return (np.arange(n_k)[None, :] < lengths[:, None])[:, None, :]
+
+
+def _as_mask(mask, scores, xp):
+    """``mask`` as an array of ``scores``' library and device, checked."""
+    if not is_array_api_obj(mask):
+        mask = np.asarray(mask)
+    if is_torch_array(scores):
+        import torch
+
+        mask = torch.as_tensor(mask, device=scores.device)  # NumPy masks welcome
+    elif is_torch_array(mask):
+        raise ValueError("a torch mask cannot be used with NumPy inputs")
+    elif is_numpy_array(mask) and not is_numpy_array(scores):
+        mask = xp.asarray(mask)
+    if _checks.broadcast_shape(tuple(mask.shape), tuple(scores.shape)) != tuple(scores.shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
+            f"shape {tuple(scores.shape)} (..., n_q, n_k)"
+        )
+    return mask
+
+
+def apply_mask(scores, mask):
+    """scores where a bool mask is True, ``-inf`` elsewhere; or scores + a float mask."""
+    if mask is None:
+        return scores
+    xp = _checks.namespace(scores, names=("scores",))
+    mask = _as_mask(mask, scores, xp)
+    if mask.dtype == xp.bool:
+        return xp.where(mask, scores, -xp.inf)
+    if xp.isdtype(mask.dtype, "real floating"):
+        return scores + xp.astype(mask, scores.dtype)
+    raise ValueError(
+        f"mask must be bool (True = may attend) or floating (added to the scores), "
+        f"got dtype {mask.dtype}"
+    )
+
+
+def check_qkv(q, k, v):
+    """The shared namespace of q, k, v after checking their shapes agree."""
+    xp = _checks.namespace(q, k, v, names=("q", "k", "v"))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        _checks.rank_at_least(a, 2, name, "(..., n, d)")
+    _checks.same(
+        q.shape[-1], k.shape[-1],
+        f"q and k must share the feature size d_k: q {tuple(q.shape)}, k {tuple(k.shape)}",
+    )
+    _checks.same(
+        k.shape[-2], v.shape[-2],
+        f"k and v must have the same length n_k: k {tuple(k.shape)}, v {tuple(v.shape)}",
+    )
+    _checks.non_empty(q.shape[-2], "q", q.shape)
+    _checks.non_empty(k.shape[-2], "k", k.shape)
+    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    if _checks.broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2])) is None:
+        raise ValueError(
+            f"leading (batch/head) axes of q {tuple(q.shape)} and k {tuple(k.shape)} "
+            "do not broadcast"
+        )
+    return xp
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V.
+
+    q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v)
+    mask: bool, True = may attend; or float, added to the scores; broadcast to
+    (..., n_q, n_k). A query whose keys are all masked gets zero weights and a
+    zero output.
+    Returns (output (..., n_q, d_v), weights (..., n_q, n_k)).
+    """
+    check_qkv(q, k, v)
+    scores = q @ k.mT / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
+    weights = softmax(apply_mask(scores, mask), axis=-1)
+    return weights @ v, weights  # (..., n_q, d_v)

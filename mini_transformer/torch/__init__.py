@@ -1,0 +1,167 @@
+"""``torch.nn.Module`` wrappers around the package's math.
+
+The modules hold parameters (and so devices and dtypes); the equations they run
+are the package's own functions, unchanged. ``fused=True`` routes the
+per-head attention through ``torch.nn.functional.scaled_dot_product_attention``
+(FlashAttention or memory-efficient kernels on a GPU, a fused kernel on CPU);
+the tests check it against the readable path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._checks import broadcast_shape
+from ..attention import check_qkv
+from ..encoder import encoder_layer
+from ..multihead import multi_head_attention
+from ..params import EncoderLayerParams, FeedForwardParams, MultiHeadParams
+
+__all__ = ["Encoder", "EncoderLayer", "MultiHeadAttention", "fused_attention"]
+
+
+def fused_attention(q, k, v, mask=None):
+    """softmax(Q Kᵀ / √d_k) V through ``F.scaled_dot_product_attention``.
+
+    Same arguments and mask convention as ``scaled_dot_product_attention``
+    (bool True = may attend, float added). Returns (output, None): the fused
+    kernel never forms the weights, which is the point of it.
+    """
+    check_qkv(q, k, v)
+    if mask is not None:
+        shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+        mask = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask,
+                               device=q.device)
+        if broadcast_shape(tuple(mask.shape), shape) != shape:
+            raise ValueError(
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
+                f"shape {shape} (..., n_q, n_k)"
+            )
+        if mask.is_floating_point():
+            mask = mask.to(q.dtype)
+        elif mask.dtype != torch.bool:
+            raise ValueError(
+                f"mask must be bool (True = may attend) or floating (added to the "
+                f"scores), got dtype {mask.dtype}"
+            )
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
+
+
+def _parameter(a, device, dtype):
+    return nn.Parameter(torch.as_tensor(np.asarray(a), device=device, dtype=dtype))
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention holding ``MultiHeadParams`` as ``nn.Parameter``s.
+
+    forward(x, mask=None, memory=None) -> (output, weights); weights are None
+    when ``fused=True``.
+    """
+
+    _names = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+
+    def __init__(self, d_model: int, n_heads: int, *, fused: bool = False,
+                 seed: int = 0, device=None, dtype=None):
+        super().__init__()
+        params = MultiHeadParams.random(np.random.default_rng(seed),
+                                        d_model=d_model, n_heads=n_heads)
+        self._load(params, device, dtype or torch.get_default_dtype())
+        self.fused = fused
+
+    def _load(self, params: MultiHeadParams, device, dtype):
+        for name in self._names:
+            setattr(self, name, _parameter(getattr(params, name), device, dtype))
+
+    @classmethod
+    def from_params(cls, params: MultiHeadParams, *, fused=False, device=None, dtype=None):
+        module = cls.__new__(cls)
+        nn.Module.__init__(module)
+        module._load(params, device, dtype or torch.get_default_dtype())
+        module.fused = fused
+        return module
+
+    @classmethod
+    def from_torch(cls, mha: nn.MultiheadAttention, **kwargs):
+        """Copy the weights of a ``torch.nn.MultiheadAttention``."""
+        kwargs.setdefault("dtype", mha.in_proj_weight.dtype)
+        kwargs.setdefault("device", mha.in_proj_weight.device)
+        return cls.from_params(MultiHeadParams.from_torch(mha), **kwargs)
+
+    @property
+    def params(self) -> MultiHeadParams:
+        return MultiHeadParams(**{name: getattr(self, name) for name in self._names})
+
+    def forward(self, x, mask=None, memory=None):
+        attention = fused_attention if self.fused else None
+        return multi_head_attention(x, self.params, mask, memory, attention=attention)
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer (post-LN by default, pre-LN with ``norm_first=True``)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, *,
+                 norm_first: bool = False, fused: bool = False, eps: float = 1e-5,
+                 seed: int = 0, device=None, dtype=None):
+        super().__init__()
+        params = EncoderLayerParams.random(np.random.default_rng(seed), d_model=d_model,
+                                           n_heads=n_heads, d_ff=d_ff)
+        self._load(params, norm_first, fused, eps, device, dtype)
+
+    def _load(self, params, norm_first, fused, eps, device, dtype):
+        dtype = dtype or torch.get_default_dtype()
+        self.self_attn = MultiHeadAttention.from_params(params.attn, fused=fused,
+                                                        device=device, dtype=dtype)
+        for name in ("W_1", "b_1", "W_2", "b_2"):
+            setattr(self, name, _parameter(getattr(params.ffn, name), device, dtype))
+        for name in ("norm1_gamma", "norm1_beta", "norm2_gamma", "norm2_beta"):
+            setattr(self, name, _parameter(getattr(params, name), device, dtype))
+        self.norm_first, self.eps = norm_first, eps
+
+    @classmethod
+    def from_params(cls, params: EncoderLayerParams, *, norm_first=False, fused=False,
+                    device=None, dtype=None):
+        module = cls.__new__(cls)
+        nn.Module.__init__(module)
+        module._load(params, norm_first, fused, params.eps, device, dtype)
+        return module
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerEncoderLayer, *, fused=False, **kwargs):
+        """Copy the weights (and norm_first) of a ``torch.nn.TransformerEncoderLayer``."""
+        kwargs.setdefault("dtype", layer.linear1.weight.dtype)
+        kwargs.setdefault("device", layer.linear1.weight.device)
+        return cls.from_params(EncoderLayerParams.from_torch(layer),
+                               norm_first=layer.norm_first, fused=fused, **kwargs)
+
+    @property
+    def params(self) -> EncoderLayerParams:
+        return EncoderLayerParams(
+            attn=self.self_attn.params,
+            ffn=FeedForwardParams(self.W_1, self.b_1, self.W_2, self.b_2),
+            norm1_gamma=self.norm1_gamma, norm1_beta=self.norm1_beta,
+            norm2_gamma=self.norm2_gamma, norm2_beta=self.norm2_beta, eps=self.eps,
+        )
+
+    def forward(self, x, mask=None):
+        attention = fused_attention if self.self_attn.fused else None
+        return encoder_layer(x, self.params, mask, norm_first=self.norm_first,
+                             attention=attention)
+
+
+class Encoder(nn.Module):
+    """A stack of ``n_layers`` encoder layers (the paper: 6)."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None = None,
+                 *, seed: int = 0, **kwargs):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
+            for i in range(n_layers)
+        )
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
