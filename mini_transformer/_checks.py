@@ -73,10 +73,34 @@ def same(a: int, b: int, what: str) -> None:
         raise ValueError(what)
 
 
-def positive_temperature(temperature) -> None:
-    if isinstance(temperature, (int, float)):
-        if math.isnan(temperature) or temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
+def positive_temperature(temperature) -> float:
+    """``temperature`` as a float, checked to be a real number > 0 (``inf`` allowed)."""
+    try:
+        if getattr(temperature, "ndim", 0) != 0 or isinstance(temperature, (str, bytes)):
+            raise TypeError
+        t = float(temperature)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError):
+        raise ValueError(
+            f"temperature must be a real number > 0, got {temperature!r}"
+        ) from None
+    if math.isnan(t) or t <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    return t
+
+
+def axis_length(a, axis: int, name: str) -> int:
+    """The length of ``a`` along ``axis``, checked to exist and be non-zero."""
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(
+            f"axis {axis} is out of range for {name} of shape {tuple(a.shape)}"
+        )
+    n = a.shape[axis]
+    if n == 0:
+        raise ValueError(
+            f"{name} is empty along axis {axis} (shape {tuple(a.shape)}): "
+            "there is nothing to normalise"
+        )
+    return n
 
 
 def broadcast_shape(a: tuple, b: tuple):

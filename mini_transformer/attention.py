@@ -24,8 +24,9 @@ def causal_mask(n_q: int, n_k: int | None = None):
     Upper-left aligned (``tril``), as ``torch.tril`` and ``is_causal=True``.
     """
     n_k = n_q if n_k is None else n_k
-    if n_q < 1 or n_k < 1:
-        raise ValueError(f"causal_mask needs n_q >= 1 and n_k >= 1, got {n_q}, {n_k}")
+    for name, n in (("n_q", n_q), ("n_k", n_k)):
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"causal_mask needs {name} to be an integer >= 1, got {n!r}")
     return np.tril(np.ones((n_q, n_k), dtype=bool))
 
 
@@ -34,6 +35,8 @@ def padding_mask(lengths, n_k: int):
 
     The singleton axis broadcasts over the queries.
     """
+    if not isinstance(n_k, (int, np.integer)) or isinstance(n_k, bool) or n_k < 1:
+        raise ValueError(f"padding_mask needs n_k to be an integer >= 1, got {n_k!r}")
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
         raise ValueError(
@@ -52,6 +55,11 @@ def _as_mask(mask, scores, xp):
     if is_torch_array(scores):
         import torch
 
+        if is_torch_array(mask) and mask.device != scores.device:
+            raise ValueError(
+                f"device mismatch: the mask is on {mask.device} but the scores are on "
+                f"{scores.device}; move the mask (or pass a NumPy mask)"
+            )
         mask = torch.as_tensor(mask, device=scores.device)  # NumPy masks welcome
     elif is_torch_array(mask):
         raise ValueError("a torch mask cannot be used with NumPy inputs")
@@ -101,6 +109,12 @@ def check_qkv(q, k, v):
         raise ValueError(
             f"leading (batch/head) axes of q {tuple(q.shape)} and k {tuple(k.shape)} "
             "do not broadcast"
+        )
+    if _checks.broadcast_shape(tuple(q.shape[:-2]), tuple(v.shape[:-2])) is None or \
+            _checks.broadcast_shape(tuple(k.shape[:-2]), tuple(v.shape[:-2])) is None:
+        raise ValueError(
+            f"leading (batch/head) axes of q {tuple(q.shape)}, k {tuple(k.shape)} and "
+            f"v {tuple(v.shape)} do not broadcast"
         )
     return xp
 

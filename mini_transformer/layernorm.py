@@ -13,6 +13,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5):
     """
     xp = _checks.namespace(x, gamma, beta, names=("x", "gamma", "beta"))
     _checks.rank_at_least(x, 1, "x", "(..., d_model)")
+    _checks.non_empty(x.shape[-1], "the feature axis of x", x.shape)
     for name, a in (("gamma", gamma), ("beta", beta)):
         _checks.same(tuple(a.shape), (x.shape[-1],),
                      f"{name} must have shape ({x.shape[-1]},) to match x "

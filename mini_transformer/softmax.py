@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from . import _checks
 
 
@@ -14,8 +16,11 @@ def softmax(x, axis: int = -1, temperature: float = 1.0):
     ``temperature`` must be > 0; ``float('inf')`` gives the uniform distribution.
     """
     xp = _checks.namespace(x, names=("x",))
-    _checks.positive_temperature(temperature)
-    if temperature != 1.0:
+    _checks.axis_length(x, axis, "x")
+    temperature = _checks.positive_temperature(temperature)
+    if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
+        x = xp.where(x == -xp.inf, x, 0.0 * x)  # (-inf / inf would be NaN)
+    elif temperature != 1.0:
         x = x / temperature
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, 0.0, m)  # all -inf row: keep exp(-inf) = 0
@@ -31,6 +36,7 @@ def log_sum_exp(x, axis: int = -1):
     temperature 1. A row that is all ``-inf`` gives ``-inf``.
     """
     xp = _checks.namespace(x, names=("x",))
+    _checks.axis_length(x, axis, "x")
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(xp.isinf(m), 0.0, m)
     z = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)

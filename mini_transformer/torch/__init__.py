@@ -30,7 +30,17 @@ def fused_attention(q, k, v, mask=None):
     kernel never forms the weights, which is the point of it.
     """
     check_qkv(q, k, v)
+    if not torch.is_tensor(q):
+        raise ValueError(
+            f"fused_attention needs torch tensors, got {type(q).__module__}."
+            f"{type(q).__name__}; use scaled_dot_product_attention for other arrays"
+        )
     if mask is not None:
+        if torch.is_tensor(mask) and mask.device != q.device:
+            raise ValueError(
+                f"device mismatch: the mask is on {mask.device} but q is on {q.device}; "
+                "move the mask (or pass a NumPy mask)"
+            )
         shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
         mask = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask,
                                device=q.device)
