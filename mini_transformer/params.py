@@ -225,11 +225,15 @@ class EncoderLayerParams(_Params):
             d = norm.normalized_shape[0]
             norms.append(_numpy(norm.weight) if norm.weight is not None else np.ones(d))
             norms.append(_numpy(norm.bias) if norm.bias is not None else np.zeros(d))
+        def bias(linear):  # bias=False layers have none: zeros
+            b = linear.bias
+            return _numpy(b) if b is not None else np.zeros(linear.out_features)
+
         return cls(
             attn=MultiHeadParams.from_torch(layer.self_attn),
             ffn=FeedForwardParams(
-                W_1=_numpy(layer.linear1.weight).T.copy(), b_1=_numpy(layer.linear1.bias),
-                W_2=_numpy(layer.linear2.weight).T.copy(), b_2=_numpy(layer.linear2.bias),
+                W_1=_numpy(layer.linear1.weight).T.copy(), b_1=bias(layer.linear1),
+                W_2=_numpy(layer.linear2.weight).T.copy(), b_2=bias(layer.linear2),
             ),
             norm1_gamma=norms[0], norm1_beta=norms[1],
             norm2_gamma=norms[2], norm2_beta=norms[3],
