@@ -14,6 +14,7 @@ from .multihead import multi_head_attention
 from .params import EncoderLayerParams, FeedForwardParams, MultiHeadParams
 from .positional import positional_encoding
 from .softmax import log_sum_exp, softmax
+from .tiled import tiled_attention
 
 __version__ = "0.1.0"
 
@@ -33,4 +34,5 @@ __all__ = [
     "positional_encoding",
     "scaled_dot_product_attention",
     "softmax",
+    "tiled_attention",
 ]

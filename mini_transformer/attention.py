@@ -129,6 +129,6 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     Returns (output (..., n_q, d_v), weights (..., n_q, n_k)).
     """
     check_qkv(q, k, v)
-    scores = q @ k.mT / math.sqrt(q.shape[-1])  # (..., n_q, n_k)
-    weights = softmax(apply_mask(scores, mask), axis=-1)
+    scores = (q / math.sqrt(q.shape[-1])) @ k.mT  # (..., n_q, n_k); scale the smaller q
+    weights = softmax(apply_mask(scores, mask), axis=-1, overwrite_x=True)  # scores are ours
     return weights @ v, weights  # (..., n_q, d_v)

@@ -4,29 +4,52 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from array_api_compat import array_namespace, is_numpy_array
+
 from . import _checks
 
 
-def softmax(x, axis: int = -1, temperature: float = 1.0):
+def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = False):
     """softmax(x)_i = exp(x_i / T) / Σ_j exp(x_j / T), along ``axis``.
 
     Stable: the row maximum is subtracted first, so no ``exp`` overflows.
     A row that is all ``-inf`` (every key masked) gives zeros, not NaN;
     a NaN anywhere in a row makes that row NaN (it is never hidden).
     ``temperature`` must be > 0; ``float('inf')`` gives the uniform distribution.
+    ``overwrite_x=True`` lets a NumPy ``x`` be reused for the result (as SciPy's
+    ``overwrite_a``): one array of x's shape less; other libraries ignore it.
     """
     xp = _checks.namespace(x, names=("x",))
     _checks.axis_length(x, axis, "x")
     temperature = _checks.positive_temperature(temperature)
     if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
-        x = xp.where(x == -xp.inf, x, 0.0 * x)  # (-inf / inf would be NaN)
+        x = xp.where(xp.isfinite(x), 0.0, x)  # keep -inf (masked) and NaN as they are
     elif temperature != 1.0:
         x = x / temperature
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, 0.0, m)  # all -inf row: keep exp(-inf) = 0
-    e = xp.exp(x - m)
+    e = _exp_minus(x, m, overwrite_x)  # exp(x - m), the one array of x's shape
     z = xp.sum(e, axis=axis, keepdims=True)  # the partition function, shifted
-    return e / xp.where(z == 0.0, 1.0, z)
+    return _divide(e, xp.where(z == 0.0, 1.0, z))
+
+
+def _exp_minus(x, m, overwrite_x: bool):
+    """exp(x - m). NumPy: computed in place in one new array (in x itself if
+    ``overwrite_x``): each fresh T×T array costs a page-faulting pass over memory.
+    Other libraries: plain out-of-place operations, so autograd is untouched.
+    """
+    if not is_numpy_array(x):
+        return array_namespace(x).exp(x - m)
+    e = np.subtract(x, m, out=x if overwrite_x else None)
+    return np.exp(e, out=e)
+
+
+def _divide(e, z):
+    """e / z, in place when ``e`` is a NumPy array (made by ``_exp_minus``)."""
+    if is_numpy_array(e):
+        return np.divide(e, z, out=e)
+    return e / z
 
 
 def log_sum_exp(x, axis: int = -1):

@@ -1,0 +1,181 @@
+"""Tiled attention: the same output as ``scaled_dot_product_attention`` without
+the n_q × n_k matrix (chapter 9).
+
+The softmax of a row of scores needs its maximum and its partition function
+Z = Σ_j exp(s_j), both sums over *all* keys. The online softmax
+(Milakov & Gimelshein 2018) keeps them as running values while the keys arrive
+in blocks, rescaling what was accumulated so far whenever the maximum grows;
+FlashAttention (Dao et al. 2022) does the same on a GPU. Memory is then
+O(n·d) instead of O(n_q·n_k).
+
+This is a NumPy fast path, checked against the reference in the tests; it is
+NumPy-only on purpose (it updates tiles in place and runs query blocks in
+threads), and refuses other arrays with a ``ValueError``: for torch use
+``torch.nn.functional.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from array_api_compat import is_numpy_array
+
+from .attention import check_qkv
+
+
+def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024), threads=None):
+    """softmax(Q Kᵀ / √d_k) V, streaming keys and values in blocks.
+
+    q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v), NumPy arrays.
+    mask: as in ``scaled_dot_product_attention`` (bool True = may attend, or
+    float added to the scores), broadcast to (..., n_q, n_k) as a view, never
+    copied. ``causal=True`` lets query i attend to keys j <= i (as
+    ``causal_mask``) without any mask array. Key blocks in which every score is
+    masked are skipped. A query whose keys are all masked gets a zero output.
+    block_size: (queries, keys) per tile, or one int for both.
+    threads: query blocks run in this many threads (default: the CPUs
+    available); BLAS runs at one thread inside each.
+    Returns the output (..., n_q, d_v); the weights are never formed.
+
+    For one block of queries with scaled scores S_j = Q K_jᵀ / √d_k against key
+    block j, starting from m = -inf, ℓ = 0, O = 0:
+
+        m_new = max(m, rowmax S_j)                      running maximum
+        ℓ     = exp(m - m_new) ℓ + rowsum exp(S_j - m_new)   running partition function
+        O     = exp(m - m_new) O + exp(S_j - m_new) V_j      running numerator
+        m     = m_new
+
+    and after the last block, output = O / ℓ (a row with ℓ = 0 gives 0). The
+    code runs it in base 2 (``exp2``, see ``_attend``), which is the same math.
+    """
+    check_qkv(q, k, v)
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if not is_numpy_array(a):
+            raise ValueError(
+                f"tiled_attention is NumPy-only, got {name} of type {type(a).__name__}; "
+                "use scaled_dot_product_attention (any library) or "
+                "torch.nn.functional.scaled_dot_product_attention"
+            )
+    b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
+    if b_q < 1 or b_k < 1:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q2 = np.broadcast_to(q * (_LOG2_E / math.sqrt(d_k)), batch + (n_q, d_k))  # see _attend
+    k = np.broadcast_to(k, batch + (n_k, d_k))
+    v = np.broadcast_to(v, batch + (n_k, d_v))
+    mask = _mask_view(mask, batch + (n_q, n_k))
+    out = np.empty(batch + (n_q, d_v), dtype=q.dtype)
+
+    def query_block(task):
+        b, i = task
+        out[b][i : i + b_q] = _attend(
+            q2[b][i : i + b_q], k[b], v[b], None if mask is None else mask[b][i : i + b_q],
+            i if causal else None, b_k,
+        )
+
+    tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    threads = min(len(tasks), threads or _cpus())
+    with _blas_threads(1):  # tiles are small: BLAS threads would only wait on each other
+        if threads <= 1:
+            for task in tasks:
+                query_block(task)
+        else:
+            with ThreadPoolExecutor(threads) as pool:  # NumPy releases the GIL in @ and exp
+                list(pool.map(query_block, tasks))
+    return out
+
+
+def _attend(q2, k, v, mask, causal_offset, b_k):
+    """One query block against every key block: the recurrence of
+    ``tiled_attention``, in base 2: ``q2`` holds Q·log₂e/√d_k, so the tile is
+    S_j·log₂e and exp(S_j - m) = 2^(S_j·log₂e - m·log₂e); ``exp2`` is cheaper
+    than ``exp``, and m is kept in the same base-2 units. ``causal_offset``: the
+    row of the causal mask where this block starts, or None."""
+    n_q, n_k = q2.shape[0], k.shape[0]
+    m = np.full((n_q, 1), -np.inf, dtype=q2.dtype)  # running max (base 2)
+    l = np.zeros((n_q, 1), dtype=q2.dtype)  # running partition function
+    o = np.zeros((n_q, v.shape[-1]), dtype=q2.dtype)  # running numerator
+    ones = np.ones((min(b_k, n_k), 1), dtype=q2.dtype)  # rowsum p = p · 1 (a fast matvec)
+    tile = np.empty((n_q, min(b_k, n_k)), dtype=q2.dtype)  # one buffer for every S_j
+    for j in range(0, n_k, b_k):
+        if causal_offset is not None and j > causal_offset + n_q - 1:
+            break  # this key block and all later ones are in every query's future
+        s = tile[:, : min(b_k, n_k - j)]
+        np.matmul(q2, k[j : j + b_k].T, out=s)  # (n_q, b_k) scores S_j·log₂e
+        if causal_offset is not None and j + s.shape[1] - 1 > causal_offset:
+            rows = np.arange(causal_offset, causal_offset + n_q)[:, None]
+            s[rows < np.arange(j, j + s.shape[1])] = -np.inf  # key after query
+        if mask is not None:
+            mask_j = mask[:, j : j + b_k]
+            if mask_j.dtype == np.bool_:
+                if not mask_j.any():
+                    continue  # every score of this tile is masked: nothing to add
+                np.copyto(s, -np.inf, where=~mask_j)
+            else:
+                s += mask_j * _LOG2_E
+        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+        shift = np.where(m_new == -np.inf, 0.0, m_new)  # all -inf so far: exp(-inf) = 0
+        p = np.exp2(np.subtract(s, shift, out=s), out=s)  # exp(S_j - m_new), in place
+        rescale = np.exp2(m - shift)  # exp(m - m_new): 0 on the first block
+        l *= rescale
+        l += p @ ones[: s.shape[1]]
+        o *= rescale
+        o += p @ v[j : j + b_k]
+        m = m_new
+    return o / np.where(l == 0.0, 1.0, l)
+
+
+_LOG2_E = math.log2(math.e)
+
+
+def _mask_view(mask, shape):
+    """``mask`` checked like the reference's and broadcast to ``shape`` as a view."""
+    if mask is None:
+        return None
+    if not is_numpy_array(mask):
+        if hasattr(mask, "__array_namespace__"):
+            raise ValueError(f"tiled_attention needs a NumPy mask, got {type(mask).__name__}")
+        mask = np.asarray(mask)
+    if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
+        raise ValueError(
+            "mask must be bool (True = may attend) or floating (added to the scores), "
+            f"got dtype {mask.dtype}"
+        )
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {mask.shape} does not broadcast to the scores' shape {shape} "
+            "(..., n_q, n_k)"
+        ) from None
+
+
+def _cpus():
+    """The number of CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_controller = None
+
+
+def _blas_threads(n):
+    """Context manager limiting BLAS to ``n`` threads (threadpoolctl), if installed."""
+    global _controller
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is in requirements.txt
+        import contextlib
+
+        return contextlib.nullcontext()
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=n, user_api="blas")
