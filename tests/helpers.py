@@ -1,0 +1,28 @@
+"""Helpers shared by the test modules (imported as ``from helpers import ...``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+# float64 agreement with an oracle, and float32 agreement (from the issue).
+TOL64 = 1e-10
+TOL32 = 1e-5
+
+
+def t64(a, **kwargs):
+    """A NumPy array as a float64 torch tensor (a copy)."""
+    return torch.tensor(np.asarray(a), dtype=torch.float64, **kwargs)
+
+
+def to_numpy(t):
+    """A torch tensor (any dtype/device, maybe requiring grad) as float64 NumPy."""
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def max_abs(a, b) -> float:
+    """max |a - b| after moving both to float64 NumPy."""
+    a = to_numpy(a) if torch.is_tensor(a) else np.asarray(a, dtype=np.float64)
+    b = to_numpy(b) if torch.is_tensor(b) else np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
