@@ -1,0 +1,236 @@
+"""The built book, opened page by page in headless Chromium (a CI step after the book build).
+
+Run: ``pytest -m browser tests/browser`` after ``jupyter-book build``. Needs Debian's
+``chromium`` (``apt-get install chromium chromium-driver``; ``.ci/run`` installs it), driven by
+Playwright's Python package with the system browser (no browser download). Environment:
+``BOOK_HTML`` = the built site (default ``_build/html``), ``CHROMIUM`` = the browser binary.
+
+For every page in ``_toc.yml``:
+- the math is typeset: MathJax 3 ran, every math element holds an ``mjx-container`` (CHTML),
+  no TeX error, and no raw TeX (``\\frac``, ``$$``, ...) is left in the visible text;
+- every image loads (``naturalWidth > 0``);
+- no request leaves the machine: every request is recorded, and only ``file:``, ``data:``,
+  ``blob:`` and ``about:`` URLs are allowed (anything else is also aborted), and none fails;
+- every internal link resolves: each relative ``href`` names an existing file, and its
+  ``#anchor`` exists in that file;
+- no uncaught JavaScript error.
+A full-page screenshot of one chapter is kept in ``_build/screenshots/`` (a CI artifact).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from functools import lru_cache
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
+SCREENSHOTS = HTML.parent / "screenshots"
+SCREENSHOT_PAGE = "book/04_attention"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+    # A second fence: no host name resolves, so nothing could leave even if a request slipped by.
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+# Uncaught errors that come from the theme, not from the book, and break nothing on the page.
+KNOWN_JS_ERRORS = [
+    # sphinx-thebe's loader script is included twice by sphinx-book-theme; thebe is off (_config.yml).
+    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
+]
+# LaTeX left as text: a command with an argument, display-math dollars, or math delimiters.
+RAW_TEX = re.compile(r"\\(?:frac|sqrt|mathrm|mathbf|operatorname|text|begin|end|left|right)\b|\$\$|\\\(|\\\[")
+
+
+def _toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            found.extend(str(node[k]) for k in ("root", "file") if k in node)
+            for value in node.values():
+                if isinstance(value, (dict, list)):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(toc)
+    return found
+
+
+PAGES = _toc_pages()
+CONTAINERS: dict[str, int] = {}  # page -> number of mjx-container elements
+
+
+def _find_chromium() -> str | None:
+    if os.environ.get("CHROMIUM"):
+        return os.environ["CHROMIUM"]
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not HTML.joinpath("index.html").exists():
+        pytest.fail(f"no built book at {HTML}: run `jupyter-book build -W -n --keep-going .` first "
+                    "(or point BOOK_HTML at the built _build/html)")
+    executable = _find_chromium()
+    if executable is None:
+        message = "Chromium not found: `apt-get install chromium chromium-driver` (or set CHROMIUM)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class _Anchors(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.anchors: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for key, value in attrs:
+            if value and (key == "id" or (key == "name" and tag == "a")):
+                self.anchors.add(value)
+
+
+@lru_cache(maxsize=None)
+def _anchors_in(path: Path) -> frozenset[str]:
+    parser = _Anchors()
+    parser.feed(path.read_text(errors="replace"))
+    return frozenset(parser.anchors)
+
+
+# Runs in the page once it has loaded: waits for MathJax and the images, then reports.
+INSPECT = """
+async () => {
+  const out = {mathjax: null, math: 0, untypeset: [], texErrors: [], images: [], links: [], ids: []};
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+    out.mathjax = MathJax.version;
+    for (const item of MathJax.startup.document.math) {
+      const mml = MathJax.startup.toMML(item.root);
+      if (/<merror|mathcolor="red"/.test(mml)) out.texErrors.push(item.math.slice(0, 120));
+    }
+  }
+  const math = [...document.querySelectorAll('.math')];
+  out.math = math.length;
+  out.untypeset = math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 120));
+  out.containers = document.querySelectorAll('mjx-container').length;
+  const imgs = [...document.images];
+  for (const img of imgs) { img.loading = 'eager'; }
+  await Promise.all(imgs.map(img => img.complete ? null :
+    new Promise(done => { img.addEventListener('load', done); img.addEventListener('error', done); })));
+  out.images = imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}));
+  out.links = [...document.querySelectorAll('a[href]')].map(a => ({raw: a.getAttribute('href'), url: a.href}));
+  out.ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+  const body = document.body.cloneNode(true);
+  body.querySelectorAll('pre, code, script, style, mjx-container, .highlight').forEach(e => e.remove());
+  out.text = body.textContent;
+  return out;
+}
+"""
+
+
+def _check_link(page_file: Path, raw: str, url: str, page_ids: set[str]) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "mailto", "javascript", "tel"):
+        return None  # external links are not requested by the page; only listed
+    if parts.scheme != "file":
+        return f"link {raw!r}: unexpected scheme {parts.scheme!r}"
+    target = Path(unquote(parts.path))
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.exists():
+        return f"link {raw!r}: {target} does not exist"
+    if not target.resolve().is_relative_to(HTML):
+        return f"link {raw!r} leaves the built site: {target}"
+    anchor = unquote(parts.fragment)
+    if anchor and target.suffix == ".html":
+        ids = page_ids | _anchors_in(target) if target.resolve() == page_file.resolve() else _anchors_in(target)
+        if anchor not in ids:
+            return f"link {raw!r}: no anchor #{anchor} in {target.relative_to(HTML)}"
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_in_browser(browser, page):
+    page_file = HTML / f"{page}.html"
+    assert page_file.exists(), f"{page} is in _toc.yml but {page_file} was not built"
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    requests: list[str] = []
+    failed: list[str] = []
+    js_errors: list[str] = []
+    context.route(re.compile(r"^(?!(file|data|blob|about):)"), lambda route: route.abort("blockedbyclient"))
+    tab = context.new_page()
+    tab.on("request", lambda r: requests.append(r.url))
+    tab.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
+    tab.on("websocket", lambda ws: requests.append(ws.url))
+    tab.on("pageerror", lambda e: js_errors.append(str(e)))
+    try:
+        tab.goto(page_file.as_uri(), wait_until="load")
+        report = tab.evaluate(INSPECT)
+        tab.wait_for_load_state("networkidle")
+        if page == SCREENSHOT_PAGE or (SCREENSHOT_PAGE not in PAGES and page == PAGES[1 % len(PAGES)]):
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            shot = SCREENSHOTS / f"{Path(page).name}.png"
+            tab.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000, f"screenshot {shot} is suspiciously small"
+    finally:
+        context.close()
+
+    CONTAINERS[page] = report["containers"]
+    problems: list[str] = []
+    # Math.
+    if report["math"]:
+        if not (report["mathjax"] or "").startswith("3."):
+            problems.append(f"MathJax 3 did not run (version {report['mathjax']!r}); math stays raw TeX")
+        if report["containers"] == 0:
+            problems.append("no mjx-container: MathJax (CHTML) typeset nothing")
+    problems += [f"math not typeset: {m!r}" for m in report["untypeset"]]
+    problems += [f"TeX error or undefined macro: {m!r}" for m in report["texErrors"]]
+    text = " ".join(report["text"].split())
+    for m in RAW_TEX.finditer(text):
+        problems.append(f"raw TeX in the visible text: ...{text[max(0, m.start() - 40):m.end() + 40]}...")
+    # Images.
+    problems += [f"image does not load: {img['src']}" for img in report["images"] if not img["ok"]]
+    # Requests (the page itself is one: an empty record would mean a broken recorder).
+    problems += [] if requests else ["no request recorded at all: the request recorder is broken"]
+    problems += [f"request leaves the machine: {u}" for u in requests if not u.startswith(LOCAL_SCHEMES)]
+    problems += [f"request failed: {f}" for f in failed]
+    # Links.
+    ids = set(report["ids"])
+    for link in report["links"]:
+        problem = _check_link(page_file, link["raw"], link["url"], ids)
+        if problem:
+            problems.append(problem)
+    # JavaScript.
+    problems += [f"uncaught JavaScript error: {e}" for e in js_errors
+                 if not any(known.search(e) for known in KNOWN_JS_ERRORS)]
+    assert not problems, f"{page}.html:\n" + "\n".join(dict.fromkeys(problems))
+
+
+def test_some_page_has_typeset_math():
+    """Guard against a vacuous pass: the book has math, so MathJax must have typeset some."""
+    if len(CONTAINERS) < len(PAGES):
+        pytest.skip("needs every page test to run first (in this process)")
+    assert sum(CONTAINERS.values()) > 0, f"no page has typeset math: {CONTAINERS}"
