@@ -43,9 +43,9 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
     For one block of queries with scaled scores S_j = Q K_jᵀ / √d_k against key
     block j, starting from m = -inf, ℓ = 0, O = 0:
 
-        m_new = max(m, rowmax S_j)                      running maximum
-        ℓ     = exp(m - m_new) ℓ + rowsum exp(S_j - m_new)   running partition function
-        O     = exp(m - m_new) O + exp(S_j - m_new) V_j      running numerator
+        m_new = max(m, rowmax S_j)                        running maximum
+        ℓ     = exp(m - m_new) ℓ + rowsum exp(S_j - m_new)  running partition function
+        O     = exp(m - m_new) O + exp(S_j - m_new) V_j     running numerator
         m     = m_new
 
     and after the last block, output = O / ℓ (a row with ℓ = 0 gives 0). The
@@ -62,6 +62,8 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
     b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
     if b_q < 1 or b_k < 1:
         raise ValueError(f"block_size must be positive, got {block_size}")
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -79,8 +81,6 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
         )
 
     tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
     threads = min(len(tasks), threads or _cpus())
     with _blas_threads(1):  # tiles are small: BLAS threads would only wait on each other
         if threads <= 1:
