@@ -7,6 +7,8 @@ the encoder memory (cross-attention).
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _checks
 from .attention import scaled_dot_product_attention
 
@@ -16,6 +18,21 @@ def _heads_mask(mask):
     if mask is None or getattr(mask, "ndim", 0) < 2:
         return mask
     return mask[..., None, :, :]
+
+
+def _check_mask_shape(mask, x, memory):
+    """Refuse, in the caller's terms, a mask that does not broadcast to (batch, n_q, n_k)."""
+    if mask is None:
+        return
+    batch = _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(memory.shape[:-2]))
+    if batch is None:
+        return  # the attention reports the batch mismatch itself
+    shape = tuple(mask.shape) if hasattr(mask, "shape") else np.shape(mask)
+    target = (*batch, x.shape[-2], memory.shape[-2])
+    if _checks.broadcast_shape(shape, target) != target:
+        raise ValueError(
+            f"mask of shape {shape} does not broadcast to (batch, n_q, n_k) = {target}"
+        )
 
 
 def _project(x, W, b):
@@ -48,6 +65,7 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None):
             f"W_O has shape {tuple(p.W_O.shape)} but the heads concatenate to "
             f"n_heads * d_v = {p.n_heads} * {p.d_v} = {p.n_heads * p.d_v} features"
         )
+    _check_mask_shape(mask, x, memory)
     attention = attention or scaled_dot_product_attention
     q = _project(x, p.W_Q, p.b_Q)                      # (..., h, n_q, d_k)
     k = _project(memory, p.W_K, p.b_K)                 # (..., h, n_k, d_k)

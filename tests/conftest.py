@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, settings
 # notebooks) has to stay under a minute on two cores.
 settings.register_profile(
     "mini_transformer",
-    max_examples=30,
+    max_examples=25,
     deadline=None,
     derandomize=True,
     database=None,

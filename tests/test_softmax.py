@@ -51,6 +51,7 @@ def test_axis_zero_normalises_columns():
                                atol=1e-15)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
 def test_log_sum_exp_by_hand():
     # log(e^0 + e^{ln 3}) = ln 4;  log(2 e^{1000}) = 1000 + ln 2 (no overflow)
     out = log_sum_exp(np.array([[0.0, math.log(3)], [1000.0, 1000.0]]))
@@ -114,6 +115,7 @@ def test_huge_scores_do_not_overflow(dtype):
     np.testing.assert_array_equal(out, [[1, 0], [0.5, 0.5], [0.5, 0.5]])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
 @pytest.mark.parametrize("row", [
     [INF, 0.0, 1.0], [-INF, 0.0, 1.0], [INF, INF, 0.0], [INF, -INF, 0.0],
     [-INF, -INF, 2.0], [NAN, -INF, 0.0],
