@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
@@ -135,6 +136,7 @@ async () => {
   out.math = math.length;
   out.untypeset = math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 120));
   out.containers = document.querySelectorAll('mjx-container').length;
+  await document.fonts.ready;
   const imgs = [...document.images];
   for (const img of imgs) { img.loading = 'eager'; }
   await Promise.all(imgs.map(img => img.complete ? null :
@@ -171,6 +173,25 @@ def _check_link(page_file: Path, raw: str, url: str, page_ids: set[str]) -> str 
     return None
 
 
+def _settle(tab, requests: list, done: list, quiet_ms: int = 500, limit_s: float = 20) -> None:
+    """Wait until every request has finished and none started for ``quiet_ms``.
+
+    (Playwright's "networkidle" never fires for some file:// pages, so count by hand.)
+    """
+    deadline = time.monotonic() + limit_s
+    seen, quiet = -1, 0
+    while time.monotonic() < deadline:
+        if len(requests) == len(done) and len(requests) == seen:
+            quiet += 100
+            if quiet >= quiet_ms:
+                return
+        else:
+            seen, quiet = len(requests), 0
+        tab.wait_for_timeout(100)
+    pending = sorted(set(requests) - set(done))
+    raise AssertionError(f"requests still pending after {limit_s} s: {pending}")
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_in_browser(browser, page):
     page_file = HTML / f"{page}.html"
@@ -182,14 +203,16 @@ def test_page_in_browser(browser, page):
     js_errors: list[str] = []
     context.route(re.compile(r"^(?!(file|data|blob|about):)"), lambda route: route.abort("blockedbyclient"))
     tab = context.new_page()
+    done: list[str] = []
     tab.on("request", lambda r: requests.append(r.url))
-    tab.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
+    tab.on("requestfinished", lambda r: done.append(r.url))
+    tab.on("requestfailed", lambda r: (done.append(r.url), failed.append(f"{r.url} ({r.failure})")))
     tab.on("websocket", lambda ws: requests.append(ws.url))
     tab.on("pageerror", lambda e: js_errors.append(str(e)))
     try:
         tab.goto(page_file.as_uri(), wait_until="load")
         report = tab.evaluate(INSPECT)
-        tab.wait_for_load_state("networkidle")
+        _settle(tab, requests, done)
         if page == SCREENSHOT_PAGE or (SCREENSHOT_PAGE not in PAGES and page == PAGES[1 % len(PAGES)]):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             shot = SCREENSHOTS / f"{Path(page).name}.png"
