@@ -63,4 +63,5 @@ def log_sum_exp(x, axis: int = -1):
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(xp.isinf(m), 0.0, m)
     z = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
-    return xp.squeeze(xp.log(z) + m, axis=axis)
+    log_z = xp.where(z == 0.0, -xp.inf, xp.log(xp.where(z == 0.0, 1.0, z)))  # no log(0) warning
+    return xp.squeeze(log_z + m, axis=axis)
