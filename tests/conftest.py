@@ -10,10 +10,14 @@ through the package's interop (``to_torch`` / ``from_torch``), which
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 # Fast, reproducible property tests: the whole suite (unit tests and the
 # notebooks) has to stay under a minute on two cores.
@@ -26,6 +30,8 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("mini_transformer")
+# Hypothesis keeps a cache of constants even without a database: not in the checkout.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "mini_transformer-hypothesis")
 
 # Two pytest-xdist workers share two cores: one torch thread each.
 torch.set_num_threads(1)

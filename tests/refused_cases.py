@@ -27,7 +27,9 @@ import mini_transformer as mt
 from mini_transformer.torch import MultiHeadAttention, fused_attention
 
 rng = np.random.default_rng(0)
-q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+q = rng.normal(size=(3, 4))                          # (n_q, d_k)
+k = rng.normal(size=(5, 4))                          # (n_k, d_k)
+v = rng.normal(size=(5, 2))                          # (n_k, d_v)
 tq, tk, tv = torch.as_tensor(q), torch.as_tensor(k), torch.as_tensor(v)
 x = rng.normal(size=(2, 3, 8))                       # (batch, n, d_model)
 mha = mt.MultiHeadParams.random(rng, d_model=8, n_heads=2)
