@@ -292,10 +292,15 @@ def lookup(result, impl, dtype, heads, T, device="cpu"):
 
 
 def slope(result, impl, dtype, heads, key, T_min=1024):
-    """Least-squares exponent of key ∝ T^slope over T >= T_min."""
-    pts = [(r["T"], r[key]) for r in result["rows"]
-           if (r["impl"], r["dtype"], r["heads"], r["device"]) == (impl, dtype, heads, "cpu")
-           and not r["skipped"] and r["T"] >= T_min and r.get(key)]
+    """Least-squares exponent a of key ∝ T^a over T >= T_min. For memory, the
+    fit is to the growth m(2T) - m(T) instead, which removes a T-independent
+    part (the tiled path's tile buffers) and has the same exponent."""
+    pts = sorted((r["T"], r[key]) for r in result["rows"]
+                 if (r["impl"], r["dtype"], r["heads"], r["device"]) == (impl, dtype, heads, "cpu")
+                 and not r["skipped"] and r["T"] >= T_min and r.get(key))
+    if key == "peak_bytes":
+        pts = [(t0, m1 - m0) for (t0, m0), (t1, m1) in zip(pts, pts[1:])
+               if t1 == 2 * t0 and m1 > m0]
     if len(pts) < 2:
         return None
     x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])

@@ -26,7 +26,7 @@ from array_api_compat import is_numpy_array
 from .attention import check_qkv
 
 
-def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024), threads=None):
+def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), threads=None):
     """softmax(Q Kᵀ / √d_k) V, streaming keys and values in blocks.
 
     q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v), NumPy arrays.
@@ -37,7 +37,7 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
     masked are skipped. A query whose keys are all masked gets a zero output.
     block_size: (queries, keys) per tile, or one int for both.
     threads: query blocks run in this many threads (default: the CPUs
-    available); BLAS runs at one thread inside each.
+    available, from 2**22 scores on); BLAS runs at one thread inside each.
     Returns the output (..., n_q, d_v); the weights are never formed.
 
     For one block of queries with scaled scores S_j = Q K_jᵀ / √d_k against key
@@ -50,6 +50,9 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
 
     and after the last block, output = O / ℓ (a row with ℓ = 0 gives 0). The
     code runs it in base 2 (``exp2``, see ``_attend``), which is the same math.
+    The max only prevents overflow (softmax does not change when a row is
+    shifted): when |q|·|k| bounds every score far inside the float range, m
+    stays 0 and each tile saves two passes.
     """
     check_qkv(q, k, v)
     for name, a in (("q", q), ("k", k), ("v", v)):
@@ -67,21 +70,31 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    q2 = np.broadcast_to(q * (_LOG2_E / math.sqrt(d_k)), batch + (n_q, d_k))  # see _attend
+    q2 = q * (_LOG2_E / math.sqrt(d_k))  # see _attend
+    # Cauchy-Schwarz: every score |q2·k| <= B. If 2^±B and the sums of up to
+    # n_k terms 2^B·v stay inside the float range, no running max is needed
+    # (a float mask could add anything to the scores: not with one).
+    bound = _max_norm(q2) * _max_norm(k)
+    growth = bound + math.log2(n_k * max(1.0, float(np.max(np.abs(v)))))
+    maxexp = np.finfo(q.dtype).maxexp
+    mask = _mask_view(mask, batch + (n_q, n_k))
+    bounded = 2 * bound <= maxexp and growth < maxexp - 1 and (mask is None or mask.dtype == bool)
+    q2 = np.broadcast_to(q2, batch + (n_q, d_k))
     k = np.broadcast_to(k, batch + (n_k, d_k))
     v = np.broadcast_to(v, batch + (n_k, d_v))
-    mask = _mask_view(mask, batch + (n_q, n_k))
     out = np.empty(batch + (n_q, d_v), dtype=q.dtype)
 
     def query_block(task):
         b, i = task
         out[b][i : i + b_q] = _attend(
             q2[b][i : i + b_q], k[b], v[b], None if mask is None else mask[b][i : i + b_q],
-            i if causal else None, b_k,
+            i if causal else None, b_k, bounded,
         )
 
     tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
-    threads = min(len(tasks), threads or _cpus())
+    if threads is None:  # threads pay from about a GFLOP on
+        threads = _cpus() if math.prod(batch) * n_q * n_k >= 2**22 else 1
+    threads = min(len(tasks), threads)
     with _blas_threads(1):  # tiles are small: BLAS threads would only wait on each other
         if threads <= 1:
             for task in tasks:
@@ -92,14 +105,19 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(256, 1024),
     return out
 
 
-def _attend(q2, k, v, mask, causal_offset, b_k):
+def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
     """One query block against every key block: the recurrence of
     ``tiled_attention``, in base 2: ``q2`` holds Q·log₂e/√d_k, so the tile is
     S_j·log₂e and exp(S_j - m) = 2^(S_j·log₂e - m·log₂e); ``exp2`` is cheaper
     than ``exp``, and m is kept in the same base-2 units. ``causal_offset``: the
-    row of the causal mask where this block starts, or None."""
+    row of the causal mask where this block starts, or None.
+
+    The running max only guards exp against overflow. ``bounded`` says every
+    score is known to be far from overflow and underflow (see
+    ``tiled_attention``): then m stays 0, the rescale factor is 1, and each tile
+    skips its max and subtract passes. The result is the same."""
     n_q, n_k = q2.shape[0], k.shape[0]
-    m = np.full((n_q, 1), -np.inf, dtype=q2.dtype)  # running max (base 2)
+    m = np.full((n_q, 1), 0.0 if bounded else -np.inf, dtype=q2.dtype)  # running max (base 2)
     l = np.zeros((n_q, 1), dtype=q2.dtype)  # running partition function
     o = np.zeros((n_q, v.shape[-1]), dtype=q2.dtype)  # running numerator
     ones = np.ones((min(b_k, n_k), 1), dtype=q2.dtype)  # rowsum p = p · 1 (a fast matvec)
@@ -120,19 +138,27 @@ def _attend(q2, k, v, mask, causal_offset, b_k):
                 np.copyto(s, -np.inf, where=~mask_j)
             else:
                 s += mask_j * _LOG2_E
-        m_new = np.maximum(m, s.max(axis=1, keepdims=True))
-        shift = np.where(m_new == -np.inf, 0.0, m_new)  # all -inf so far: exp(-inf) = 0
-        p = np.exp2(np.subtract(s, shift, out=s), out=s)  # exp(S_j - m_new), in place
-        rescale = np.exp2(m - shift)  # exp(m - m_new): 0 on the first block
-        l *= rescale
+        if bounded:  # m = 0 throughout: exp(S_j - 0), nothing to rescale
+            p = np.exp2(s, out=s)
+        else:
+            m_new = np.maximum(m, s.max(axis=1, keepdims=True))
+            shift = np.where(m_new == -np.inf, 0.0, m_new)  # all -inf so far: exp(-inf) = 0
+            p = np.exp2(np.subtract(s, shift, out=s), out=s)  # exp(S_j - m_new), in place
+            rescale = np.exp2(m - shift)  # exp(m - m_new): 0 on the first block
+            l *= rescale
+            o *= rescale
+            m = m_new
         l += p @ ones[: s.shape[1]]
-        o *= rescale
         o += p @ v[j : j + b_k]
-        m = m_new
     return o / np.where(l == 0.0, 1.0, l)
 
 
 _LOG2_E = math.log2(math.e)
+
+
+def _max_norm(x):
+    """The largest Euclidean norm of a row of x (..., n, d)."""
+    return float(np.sqrt(np.max(np.einsum("...i,...i->...", x, x))))
 
 
 def _mask_view(mask, shape):

@@ -136,6 +136,19 @@ def test_large_scores_do_not_overflow():
     assert np.max(np.abs(out - reference(q, k, v))) < TOL
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_huge_values_take_the_running_max_path(dtype):
+    """Values near the float range: without the running max the sums 2^S·v
+    would overflow; the shortcut must not be taken, and the output stays finite."""
+    rng = np.random.default_rng(9)
+    q, k, v = qkv(rng, (), (), 12, 40, dtype=dtype)
+    v *= np.finfo(dtype).max / 100
+    out = mt.tiled_attention(q, k, v, block_size=(5, 7))
+    assert np.all(np.isfinite(out))
+    want = reference(q, k, v)
+    assert np.max(np.abs(out - want)) <= (1e-5 if dtype == np.float32 else 1e-12) * np.max(np.abs(v))
+
+
 def test_never_allocates_the_score_matrix():
     """Peak NumPy memory at T = 4096 stays far below one T×T float64 matrix."""
     T, d = 4096, 16
