@@ -25,8 +25,6 @@ def _check_mask_shape(mask, x, memory):
     if mask is None:
         return
     batch = _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(memory.shape[:-2]))
-    if batch is None:
-        return  # the attention reports the batch mismatch itself
     shape = tuple(mask.shape) if hasattr(mask, "shape") else np.shape(mask)
     target = (*batch, x.shape[-2], memory.shape[-2])
     if _checks.broadcast_shape(shape, target) != target:
@@ -57,9 +55,15 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None):
     memory = x if memory is None else memory
     for name, a in (("x", x), ("memory", memory)):
         _checks.rank_at_least(a, 2, name, "(..., n, d_model)")
+        _checks.non_empty(a.shape[-2], name, a.shape)
         _checks.same(a.shape[-1], p.d_model,
                      f"{name} has {a.shape[-1]} features but the weights expect "
                      f"d_model={p.d_model} (shape {tuple(a.shape)})")
+    if _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(memory.shape[:-2])) is None:
+        raise ValueError(
+            f"the batch axes of x {tuple(x.shape)} and memory {tuple(memory.shape)} "
+            "do not broadcast"
+        )
     if p.W_O.shape[0] != p.n_heads * p.d_v:
         raise ValueError(
             f"W_O has shape {tuple(p.W_O.shape)} but the heads concatenate to "

@@ -115,7 +115,7 @@ REFUSED = [
       "and v (3, 5, 2) do not broadcast"),
     R("multihead-memory-batch", "length", "memory with another batch size",
       "mt.multi_head_attention(x, mha, memory=np.concatenate([x, x, x]))",
-      "do not broadcast"),
+      "the batch axes of x (2, 3, 8) and memory (6, 3, 8) do not broadcast"),
     # mask shape
     R("mask-shape", "mask-shape", "a (3, 4) mask for (3, 5) scores",
       "mt.scaled_dot_product_attention(q, k, v, mask=np.ones((3, 4), bool))",
@@ -167,7 +167,7 @@ REFUSED = [
       "mt.scaled_dot_product_attention(q[:, :0], k[:, :0], v)",
       "the feature axis of q is an empty sequence"),
     R("multihead-empty", "empty", "sequences of length 0",
-      "mt.multi_head_attention(x[:, :0], mha)", "q is an empty sequence"),
+      "mt.multi_head_attention(x[:, :0], mha)", "x is an empty sequence"),
     R("softmax-empty", "empty", "a row of no scores",
       "mt.softmax(np.zeros((2, 0)))", "x is empty along axis -1 (shape (2, 0))"),
     R("log-sum-exp-empty", "empty", "a row of no scores",
