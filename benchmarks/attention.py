@@ -291,7 +291,7 @@ def lookup(result, impl, dtype, heads, T, device="cpu"):
     return None
 
 
-def slope(result, impl, dtype, heads, key, T_min=1024):
+def slope(result, impl, dtype, heads, key, T_min=4096):
     """Least-squares exponent a of key ∝ T^a over T >= T_min. For memory, the
     fit is to the growth m(2T) - m(T) instead, which removes a T-independent
     part (the tiled path's tile buffers) and has the same exponent."""
@@ -329,8 +329,8 @@ def targets(result):
     add("reference / torch math, float32, h=1, T=4096 (time)",
         ratio("reference", "float32", 1, 4096, "torch_math"), 1.0, "<")
     add("tiled / torch fused, float64, h=8, T=4096 (time)", ratio("tiled", "float64", 8, 4096), 1.0)
-    add("tiled time exponent, float32, h=1, T >= 1024", slope(result, "tiled", "float32", 1, "time_s"), 2, "≈")
-    add("tiled memory exponent, float32, h=1, T >= 1024",
+    add("tiled time exponent, float32, h=1, T >= 4096", slope(result, "tiled", "float32", 1, "time_s"), 2, "≈")
+    add("tiled memory exponent, float32, h=1, T >= 4096",
         slope(result, "tiled", "float32", 1, "peak_bytes"), 1, "≈")
     add("import mini_transformer (s)", result["meta"].get("import_seconds"), 0.2, "<")
     return out

@@ -196,3 +196,26 @@ def test_softmax_overwrite_x():
     assert np.array_equal(x, x_copy)  # default: the input is untouched
     got = mt.softmax(x, overwrite_x=True)
     assert np.array_equal(got, want) and np.shares_memory(got, x)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.5, float("inf")])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_softmax_in_row_blocks_equals_one_pass(temperature, overwrite):
+    """A large NumPy array is done in cache-sized row blocks: same numbers as one pass."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 400, 1000)) * 5  # 9.6 MB, above the blocking threshold
+    x[0, 7] = -np.inf  # a fully masked row
+    x[1, 3, ::2] = -np.inf
+    x[2, 5, 9] = np.nan
+    xs = x / temperature if temperature != float("inf") else np.where(np.isfinite(x), 0.0, x)
+    m = np.max(xs, axis=-1, keepdims=True)
+    e = np.exp(xs - np.where(m == -np.inf, 0.0, m))
+    z = e.sum(axis=-1, keepdims=True)
+    want = e / np.where(z == 0.0, 1.0, z)
+    x_in = x.copy()
+    got = mt.softmax(x_in, temperature=temperature, overwrite_x=overwrite)
+    assert got.shape == x.shape
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
+    assert np.all(got[0, 7] == 0.0) and np.all(np.isnan(got[2, 5]))
+    if not overwrite:
+        assert np.array_equal(x_in, x, equal_nan=True)
