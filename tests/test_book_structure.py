@@ -20,33 +20,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from book_toc import toc_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 
 
-def _toc_entries() -> list[str]:
-    """Every ``root`` and ``file`` in ``_toc.yml``, in reading order (paths without suffix)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    found: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    found.append(str(node[key]))
-            for value in node.values():
-                if isinstance(value, (dict, list)):
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc)
-    return found
-
-
-TOC = _toc_entries()
+TOC = toc_entries()
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
 MD_PAGES = sorted(BOOK.glob("*.md"))
 

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+from book_toc import toc_entries
 
 pytestmark = pytest.mark.browser
 
@@ -53,25 +54,7 @@ KNOWN_JS_ERRORS = [
 RAW_TEX = re.compile(r"\\(?:frac|sqrt|mathrm|mathbf|operatorname|text|begin|end|left|right)\b|\$\$|\\\(|\\\[")
 
 
-def _toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    found: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            found.extend(str(node[k]) for k in ("root", "file") if k in node)
-            for value in node.values():
-                if isinstance(value, (dict, list)):
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc)
-    return found
-
-
-PAGES = _toc_pages()
+PAGES = toc_entries()
 CONTAINERS: dict[str, int] = {}  # page -> number of mjx-container elements
 
 
