@@ -218,11 +218,11 @@ def main(argv=None):
 
         torch_version = torch.__version__
         cuda = torch.cuda.is_available()
-        for impl in ("torch_math", "torch_fused"):  # one-time start-up outside the numbers
-            measure(impl, 128, 1, "float32", 1)
     except ImportError:
         torch_version, cuda = None, False
         args.impls = [i for i in args.impls if not i.startswith("torch")]
+    for impl in args.impls:  # one-time start-up (lazy imports, thread pools) outside the numbers
+        measure(impl, 128, 1, "float32", 1)
 
     meta = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
