@@ -17,13 +17,13 @@ threads), and refuses other arrays with a ``ValueError``: for torch use
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from array_api_compat import is_numpy_array
 
 from .attention import check_qkv
+from .softmax import cpus
 
 
 def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), threads=None):
@@ -93,7 +93,7 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
 
     tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
     if threads is None:  # threads pay from about a GFLOP on
-        threads = _cpus() if math.prod(batch) * n_q * n_k >= 2**22 else 1
+        threads = cpus() if math.prod(batch) * n_q * n_k >= 2**22 else 1
     threads = min(len(tasks), threads)
     with _blas_threads(1):  # tiles are small: BLAS threads would only wait on each other
         if threads <= 1:
@@ -181,13 +181,6 @@ def _mask_view(mask, shape):
             f"mask of shape {mask.shape} does not broadcast to the scores' shape {shape} "
             "(..., n_q, n_k)"
         ) from None
-
-
-def _cpus():
-    """The number of CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 _controller = None
