@@ -48,29 +48,42 @@ def padding_mask(lengths, n_k: int):
     return (np.arange(n_k)[None, :] < lengths[:, None])[:, None, :]
 
 
-def _as_mask(mask, scores, xp):
-    """``mask`` as an array of ``scores``' library and device, checked."""
+def as_mask(mask, like, shape, xp):
+    """``mask`` checked for the scores of ``shape`` and put in ``like``'s library,
+    device and dtype: bool stays bool, a floating mask takes ``like``'s dtype.
+
+    A NumPy (or nested-list) mask is welcome with torch inputs; a torch mask
+    with NumPy inputs, or on another device, is refused.
+    """
     if not is_array_api_obj(mask):
         mask = np.asarray(mask)
-    if is_torch_array(scores):
+    if is_torch_array(like):
         import torch
 
-        if is_torch_array(mask) and mask.device != scores.device:
+        if is_torch_array(mask) and mask.device != like.device:
             raise ValueError(
                 f"device mismatch: the mask is on {mask.device} but the scores are on "
-                f"{scores.device}; move the mask (or pass a NumPy mask)"
+                f"{like.device}; move the mask (or pass a NumPy mask)"
             )
-        mask = torch.as_tensor(mask, device=scores.device)  # NumPy masks welcome
+        mask = torch.as_tensor(mask, device=like.device)
     elif is_torch_array(mask):
         raise ValueError("a torch mask cannot be used with NumPy inputs")
-    elif is_numpy_array(mask) and not is_numpy_array(scores):
+    elif is_numpy_array(mask) and not is_numpy_array(like):
         mask = xp.asarray(mask)
-    if _checks.broadcast_shape(tuple(mask.shape), tuple(scores.shape)) != tuple(scores.shape):
+    shape = tuple(shape)
+    if _checks.broadcast_shape(tuple(mask.shape), shape) != shape:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-            f"shape {tuple(scores.shape)} (..., n_q, n_k)"
+            f"shape {shape} (..., n_q, n_k)"
         )
-    return mask
+    if mask.dtype == xp.bool:
+        return mask
+    if xp.isdtype(mask.dtype, "real floating"):
+        return xp.astype(mask, like.dtype)
+    raise ValueError(
+        f"mask must be bool (True = may attend) or floating (added to the scores), "
+        f"got dtype {mask.dtype}"
+    )
 
 
 def apply_mask(scores, mask):
@@ -78,15 +91,10 @@ def apply_mask(scores, mask):
     if mask is None:
         return scores
     xp = _checks.namespace(scores, names=("scores",))
-    mask = _as_mask(mask, scores, xp)
+    mask = as_mask(mask, scores, scores.shape, xp)
     if mask.dtype == xp.bool:
         return xp.where(mask, scores, -xp.inf)
-    if xp.isdtype(mask.dtype, "real floating"):
-        return scores + xp.astype(mask, scores.dtype)
-    raise ValueError(
-        f"mask must be bool (True = may attend) or floating (added to the scores), "
-        f"got dtype {mask.dtype}"
-    )
+    return scores + mask
 
 
 def check_qkv(q, k, v):

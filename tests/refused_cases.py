@@ -221,7 +221,7 @@ REFUSED = [
       "device mismatch: the mask is on meta but the scores are on cpu"),
     R("fused-mask-device", "devices", "the same, fused path",
       "fused_attention(tq, tk, tv, torch.ones(3, 5, dtype=torch.bool, device='meta'))",
-      "device mismatch: the mask is on meta but q is on cpu"),
+      "device mismatch: the mask is on meta but the scores are on cpu"),
     # dtypes
     R("mixed-dtypes", "dtypes", "float32 q with float64 k and v",
       "mt.scaled_dot_product_attention(q.astype(np.float32), k, v)",

@@ -13,8 +13,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._checks import broadcast_shape
-from ..attention import check_qkv
+from array_api_compat import array_namespace
+
+from ..attention import as_mask, check_qkv
 from ..encoder import encoder_layer
 from ..multihead import multi_head_attention
 from ..params import EncoderLayerParams, FeedForwardParams, MultiHeadParams
@@ -36,26 +37,8 @@ def fused_attention(q, k, v, mask=None):
             f"{type(q).__name__}; use scaled_dot_product_attention for other arrays"
         )
     if mask is not None:
-        if torch.is_tensor(mask) and mask.device != q.device:
-            raise ValueError(
-                f"device mismatch: the mask is on {mask.device} but q is on {q.device}; "
-                "move the mask (or pass a NumPy mask)"
-            )
         shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
-        mask = torch.as_tensor(np.asarray(mask) if not torch.is_tensor(mask) else mask,
-                               device=q.device)
-        if broadcast_shape(tuple(mask.shape), shape) != shape:
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-                f"shape {shape} (..., n_q, n_k)"
-            )
-        if mask.is_floating_point():
-            mask = mask.to(q.dtype)
-        elif mask.dtype != torch.bool:
-            raise ValueError(
-                f"mask must be bool (True = may attend) or floating (added to the "
-                f"scores), got dtype {mask.dtype}"
-            )
+        mask = as_mask(mask, q, shape, array_namespace(q))
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
 
 
