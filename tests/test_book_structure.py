@@ -210,3 +210,60 @@ def test_ci_runs_exactly_the_readme_commands():
     assert test_cmd in ci_lines, f".ci/run does not run the README's test command verbatim:\n{test_cmd}"
     build_cmd = _readme_block_after("Build the book").split("&&")[-1].strip()
     assert build_cmd in ci_lines, f".ci/run does not run the README's book build verbatim:\n{build_cmd}"
+
+
+# A float printed with more significant digits than a double's rounding can be trusted to
+# across CPUs (SIMD kernels and BLAS summation orders differ in the last bits). Exact digits
+# are fine: an integer value ("68719476736.0"), or a version-like "3.11.7".
+LONG_FLOAT = re.compile(r"(?<![\w.])(\d+)\.(\d+)(?![\d.])")
+MAX_SIGNIFICANT = 12
+
+
+def _long_floats(text: str):
+    for m in LONG_FLOAT.finditer(text):
+        whole, frac = m.groups()
+        if not frac.strip("0"):  # an integer value: exact
+            continue
+        significant = (whole + frac).lstrip("0").rstrip("0")
+        if len(significant) > MAX_SIGNIFICANT:
+            yield m.group(0)
+
+
+def _stored_texts(output: dict):
+    """Every text an output stores, glued values (``application/papermill.record/...``) too."""
+    yield from _output_texts(output)
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("application/papermill.record/") and mime.endswith(
+                ("text/plain", "json")):
+            yield mime, _text(value)
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=_rel)
+def test_no_float_stored_with_its_last_bits(nb_path):
+    problems = []
+    for i, cell in enumerate(_code_cells(_load(nb_path))):
+        for output in cell.get("outputs", []):
+            for where, text in _stored_texts(output):
+                for number in _long_floats(ANSI.sub("", text)):
+                    problems.append(f"code cell {i} ({where}): {number}")
+    assert not problems, (
+        f"{_rel(nb_path)} stores floats with more than {MAX_SIGNIFICANT} significant digits, "
+        "whose last digits differ between CPUs; round them to what the prose needs "
+        "(bookutils.glue rounds glued values):\n" + "\n".join(problems)
+    )
+
+
+def test_long_float_detector():
+    found = list(_long_floats("33.557309761920706 and 33.55730976 and 68719476736.0 "
+                              "and 3.11.7 and 0.000123456789012345 and 1.2345678901e-05"))
+    assert found == ["33.557309761920706", "0.000123456789012345"]
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=_rel)
+def test_notebooks_choose_their_figure_backend(nb_path):
+    # A kernel inherits MPLBACKEND; with Agg, figures would not be stored and nbval would fail.
+    cells = _code_cells(_load(nb_path))
+    uses_matplotlib = any("matplotlib" in _source(c) for c in cells)
+    if uses_matplotlib:
+        assert _source(cells[0]).startswith("%matplotlib inline"), (
+            f"{_rel(nb_path)}: its first code cell must start with `%matplotlib inline`")
