@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from array_api_compat import array_namespace, device, is_array_api_obj
 
 
@@ -66,6 +68,35 @@ def rank_at_least(a, ndim: int, name: str, layout: str) -> None:
 def non_empty(n: int, name: str, shape) -> None:
     if n == 0:
         raise ValueError(f"{name} is an empty sequence (shape {tuple(shape)})")
+
+
+def features(a, d_model: int, name: str) -> None:
+    """``a`` checked to be a non-empty sequence (..., n, d_model) of ``d_model`` features."""
+    rank_at_least(a, 2, name, "(..., n, d_model)")
+    non_empty(a.shape[-2], name, a.shape)
+    same(a.shape[-1], d_model,
+         f"{name} has {a.shape[-1]} features but the weights expect d_model={d_model} "
+         f"(shape {tuple(a.shape)})")
+
+
+def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
+    """Refuse, in the caller's terms, a mask that does not broadcast to ``target``."""
+    if mask is None:
+        return
+    shape = tuple(mask.shape) if hasattr(mask, "shape") else tuple(np.shape(mask))
+    if broadcast_shape(shape, target) != target:
+        raise ValueError(f"{name} of shape {shape} does not broadcast to {layout} = {target}")
+
+
+def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
+    """The broadcast batch axes (all but the last two) of ``a`` and ``b``."""
+    batch = broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    if batch is None:
+        raise ValueError(
+            f"the batch axes of {a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} "
+            "do not broadcast"
+        )
+    return batch
 
 
 def same(a: int, b: int, what: str) -> None:

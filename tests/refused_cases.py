@@ -36,6 +36,10 @@ mha = mt.MultiHeadParams.random(rng, d_model=8, n_heads=2)
 ffn = mt.FeedForwardParams.random(rng, d_model=8)
 layer = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2)
 gamma, beta = np.ones(8), np.zeros(8)
+dec = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2)
+model = mt.TransformerParams.random(                 # 10 tokens, 1 layer each
+    rng, vocab_size=10, d_model=8, n_heads=2, n_layers=1)
+src = np.array([[1, 2, 3], [4, 5, 6]])               # (batch, n) token ids
 """
 
 # The refusals the issues ask for, by category; each must have a case.
@@ -52,6 +56,7 @@ CATEGORIES = {
     "devices": "Mixed devices",
     "dtypes": "Mixed or non-floating dtypes",
     "sizes": "Bad sizes and lengths for the mask and encoding builders",
+    "tokens": "Token ids and decoding arguments",
     "other": "Other refused arguments",
     "interop": "torch.nn modules the interop cannot represent",
 }
@@ -103,6 +108,15 @@ REFUSED = [
     R("encoder-layer-features", "features", "x with the wrong d_model",
       "mt.encoder_layer(x[..., :4], layer)",
       "x has 4 features but the weights expect d_model=8"),
+    R("decoder-features", "features", "a target with the wrong d_model",
+      "mt.decoder_layer(x[..., :4], x, dec)",
+      "y has 4 features but the weights expect d_model=8 (shape (2, 3, 4))"),
+    R("decoder-memory-features", "features", "memory with another d_model",
+      "mt.decoder_layer(x, x[..., :6], dec)",
+      "memory has 6 features but the weights expect d_model=8 (shape (2, 3, 6))"),
+    R("encoder-decoder-features", "features", "an embedded target with the wrong d_model",
+      "mt.encoder_decoder(x, x[..., :4], model)",
+      "tgt has 4 features but the weights expect d_model=8"),
     # k/v length
     R("attention-kv-length", "length", "4 values for 5 keys",
       "mt.scaled_dot_product_attention(q, k, v[:4])",
@@ -116,6 +130,9 @@ REFUSED = [
     R("multihead-memory-batch", "length", "memory with another batch size",
       "mt.multi_head_attention(x, mha, memory=np.concatenate([x, x, x]))",
       "the batch axes of x (2, 3, 8) and memory (6, 3, 8) do not broadcast"),
+    R("decoder-memory-batch", "length", "memory with another batch size",
+      "mt.decoder_layer(x, np.concatenate([x, x, x]), dec)",
+      "the batch axes of y (2, 3, 8) and memory (6, 3, 8) do not broadcast"),
     # mask shape
     R("mask-shape", "mask-shape", "a (3, 4) mask for (3, 5) scores",
       "mt.scaled_dot_product_attention(q, k, v, mask=np.ones((3, 4), bool))",
@@ -132,6 +149,20 @@ REFUSED = [
     R("encoder-mask", "mask-shape", "a causal mask of the wrong size",
       "mt.encoder(x, [layer], mask=mt.causal_mask(4))",
       "mask of shape (4, 4) does not broadcast to (batch, n_q, n_k) = (2, 3, 3)"),
+    R("decoder-self-mask", "mask-shape", "a causal mask for 4 target tokens on 3",
+      "mt.decoder_layer(x, x[:, :2], dec, self_mask=mt.causal_mask(4))",
+      "self_mask of shape (4, 4) does not broadcast to (batch, n_tgt, n_tgt) = (2, 3, 3)"),
+    R("decoder-memory-mask", "mask-shape", "a padding mask for 3 source tokens on 2",
+      "mt.decoder(x, x[:, :2], [dec], memory_mask=mt.padding_mask([3, 3], 3))",
+      "memory_mask of shape (2, 1, 3) does not broadcast to (batch, n_tgt, n_src) = "
+      "(2, 3, 2)"),
+    R("transformer-src-mask", "mask-shape",
+      "a square source mask (it must mask keys: it also serves the cross-attention)",
+      "mt.transformer(src, src[:, :2], model, src_mask=np.ones((3, 3), bool))",
+      "src_mask of shape (3, 3) does not broadcast to (batch, 1, n_src) = (2, 1, 3)"),
+    R("transformer-tgt-mask", "mask-shape", "a target mask of the wrong size",
+      "mt.transformer(src, src, model, tgt_mask=mt.causal_mask(4))",
+      "tgt_mask of shape (4, 4) does not broadcast to (batch, n_tgt, n_tgt) = (2, 3, 3)"),
     R("fused-mask-shape", "mask-shape", "a mask of the wrong shape, fused path",
       "fused_attention(tq, tk, tv, np.ones((3, 4), bool))",
       "mask of shape (3, 4) does not broadcast to the scores' shape (3, 5)"),
@@ -143,6 +174,8 @@ REFUSED = [
     R("mask-int-torch", "mask-dtype", "an integer torch mask",
       "mt.scaled_dot_product_attention(tq, tk, tv, mask=torch.ones(3, 5, dtype=torch.int64))",
       "got dtype torch.int64"),
+    R("transformer-tgt-mask-int", "mask-dtype", "an integer target mask",
+      "mt.transformer(src, src, model, tgt_mask=np.ones((3, 3), int))", "got dtype int64"),
     R("fused-mask-int", "mask-dtype", "an integer mask, fused path",
       "fused_attention(tq, tk, tv, np.ones((3, 5), np.int32))", "got dtype torch.int32"),
     # heads
@@ -156,6 +189,9 @@ REFUSED = [
       "MultiHeadAttention(6, 4)", "d_model=6 must be a positive multiple of n_heads=4"),
     R("heads-encoder-layer", "heads", "the same, for a layer",
       "mt.EncoderLayerParams.random(rng, d_model=10, n_heads=4)",
+      "d_model=10 must be a positive multiple of n_heads=4"),
+    R("heads-decoder-layer", "heads", "the same, for a decoder layer",
+      "mt.DecoderLayerParams.random(rng, d_model=10, n_heads=4)",
       "d_model=10 must be a positive multiple of n_heads=4"),
     # empty
     R("attention-empty-q", "empty", "no queries",
@@ -175,6 +211,9 @@ REFUSED = [
     R("layer-norm-empty", "empty", "zero features",
       "mt.layer_norm(np.zeros((3, 0)), np.ones(0), np.zeros(0))",
       "the feature axis of x is an empty sequence"),
+    R("tokens-empty", "empty", "a source of no tokens",
+      "mt.greedy_decode(src[:, :0], model, 5, bos=0, eos=1)",
+      "src_tokens is an empty sequence (shape (2, 0))"),
     # temperature
     R("temperature-zero", "temperature", "T = 0",
       "mt.softmax(q, temperature=0)", "temperature must be > 0, got 0"),
@@ -204,6 +243,9 @@ REFUSED = [
     R("torch-mask-numpy-inputs", "libraries", "a torch mask with NumPy inputs",
       "mt.scaled_dot_product_attention(q, k, v, mask=torch.ones(3, 5, dtype=torch.bool))",
       "a torch mask cannot be used with NumPy inputs"),
+    R("tokens-torch-numpy-weights", "libraries", "torch token ids with NumPy weights",
+      "mt.transformer(torch.as_tensor(src), src, model)",
+      "inputs mix array libraries (src_tokens: torch.Tensor, embedding: numpy.ndarray)"),
     R("fused-numpy", "libraries", "NumPy arrays on the fused (torch-only) path",
       "fused_attention(q, k, v)", "fused_attention needs torch tensors, got numpy.ndarray"),
     R("tiled-torch", "libraries", "torch tensors on the NumPy-only tiled path",
@@ -222,6 +264,9 @@ REFUSED = [
     R("fused-mask-device", "devices", "the same, fused path",
       "fused_attention(tq, tk, tv, torch.ones(3, 5, dtype=torch.bool, device='meta'))",
       "device mismatch: the mask is on meta but the scores are on cpu"),
+    R("tokens-device", "devices", "token ids on another device than the embedding",
+      "mt.embed(torch.as_tensor(src, device='meta'), torch.as_tensor(model.embedding))",
+      "device mismatch: tokens is on meta but the embedding is on cpu"),
     # dtypes
     R("mixed-dtypes", "dtypes", "float32 q with float64 k and v",
       "mt.scaled_dot_product_attention(q.astype(np.float32), k, v)",
@@ -232,6 +277,12 @@ REFUSED = [
     R("mixed-dtypes-torch", "dtypes", "float16 and float32 tensors",
       "mt.scaled_dot_product_attention(tq.half(), tk.float(), tv.float())",
       "dtype mismatch: q is torch.float16 but k is torch.float32"),
+    R("decoder-mixed-dtypes", "dtypes", "a float32 target with a float64 memory",
+      "mt.decoder_layer(x.astype(np.float32), x, dec)",
+      "dtype mismatch: y is float32 but memory is float64"),
+    R("tokens-float", "dtypes", "token ids as floats",
+      "mt.embed(src * 1.0, model.embedding)",
+      "tokens must be integer token ids, got dtype float64"),
     R("integer-input", "dtypes", "integer scores",
       "mt.softmax(np.arange(3))", "x must have a real floating dtype, got int64"),
     R("complex-input", "dtypes", "complex scores",
@@ -270,6 +321,34 @@ REFUSED = [
     R("feed-forward-d-ff", "sizes", "a feed-forward layer of width 0",
       "mt.FeedForwardParams.random(rng, d_model=8, d_ff=0)",
       "d_model and d_ff must be positive, got 8, 0"),
+    R("vocab-zero", "sizes", "a vocabulary of no tokens",
+      "mt.TransformerParams.random(rng, vocab_size=0, d_model=8, n_heads=2)",
+      "vocab_size must be >= 1 and n_layers >= 0, got 0, 6"),
+    # tokens
+    R("tokens-too-large", "tokens", "a source id beyond the vocabulary",
+      "mt.transformer(src + 4, src, model)",
+      "src_tokens must lie in [0, vocab_size=10), got ids from 5 to 10 (shape (2, 3))"),
+    R("tokens-negative", "tokens", "a negative target id",
+      "mt.transformer(src, src - 2, model)",
+      "tgt_tokens must lie in [0, vocab_size=10), got ids from -1 to 4 (shape (2, 3))"),
+    R("tokens-rank-0", "tokens", "one id without the sequence axis",
+      "mt.embed(np.int64(3), model.embedding)",
+      "tokens must have rank >= 1 with shape (..., n), got shape ()"),
+    R("decode-max-len", "tokens", "max_len = 0",
+      "mt.greedy_decode(src, model, 0, bos=0, eos=1)",
+      "max_len must be an integer >= 1, got 0"),
+    R("decode-max-len-float", "tokens", "a fractional max_len",
+      "mt.greedy_decode(src, model, 2.5, bos=0, eos=1)",
+      "max_len must be an integer >= 1, got 2.5"),
+    R("decode-bos", "tokens", "bos outside the vocabulary",
+      "mt.greedy_decode(src, model, 5, bos=10, eos=1)",
+      "bos must be a token id in [0, vocab_size=10), got 10"),
+    R("decode-eos", "tokens", "a negative eos",
+      "mt.greedy_decode(src, model, 5, bos=0, eos=-1)",
+      "eos must be a token id in [0, vocab_size=10), got -1"),
+    R("no-embedding", "tokens", "token ids for params without an embedding",
+      "mt.transformer(src, src, mt.TransformerParams(None, model.encoder_layers, "
+      "model.decoder_layers))", "these params have no embedding"),
     # other
     R("layer-norm-eps", "other", "a negative eps",
       "mt.layer_norm(x, gamma, beta, eps=-1e-5)", "eps must be >= 0, got -1e-05"),
@@ -289,6 +368,13 @@ REFUSED = [
     R("interop-gelu", "interop", "an encoder layer with GELU",
       "mt.EncoderLayerParams.from_torch(torch.nn.TransformerEncoderLayer(8, 2, "
       "activation='gelu'))", "only the ReLU activation of the paper is supported"),
+    R("interop-decoder-gelu", "interop", "a decoder layer with GELU",
+      "mt.DecoderLayerParams.from_torch(torch.nn.TransformerDecoderLayer(8, 2, "
+      "activation='gelu'))", "only the ReLU activation of the paper is supported"),
+    R("interop-embedding", "interop", "an embedding of another width than the model",
+      "mt.TransformerParams.from_torch(torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True), "
+      "embedding=torch.nn.Embedding(10, 6))",
+      "embedding must have shape (vocab_size, d_model=8), got (10, 6)"),
     R("interop-d-v", "interop", "heads with d_v != d_model / n_heads, to torch",
       "mt.MultiHeadParams(**{**vars(mha), 'W_V': np.ones((2, 8, 3))}).to_torch()",
       "torch.nn.MultiheadAttention needs d_k = d_v = d_model / n_heads"),

@@ -32,6 +32,8 @@ def inputs(rng):
         memory=rng.normal(size=(2, 6, D)),
         layers=[mt.EncoderLayerParams.random(rng, d_model=D, n_heads=H, d_ff=FF)
                 for _ in range(2)],
+        dec_layers=[mt.DecoderLayerParams.random(rng, d_model=D, n_heads=H, d_ff=FF)
+                    for _ in range(2)],
         mask=mt.padding_mask([4, 0], 4) & mt.causal_mask(4),  # sequence 2 fully masked
         cross_mask=mt.padding_mask([6, 3], 6),
         fmask=rng.normal(size=(4, 4)),
@@ -40,8 +42,11 @@ def inputs(rng):
 
 def calls(a):
     """Every public function applied to the inputs ``a`` (arrays of one library)."""
-    p = a["layers"][0]
+    p, d = a["layers"][0], a["dec_layers"][0]
     x = a["x"]
+    model = mt.TransformerParams(  # with final norms, as torch.nn.Transformer
+        None, tuple(a["layers"]), tuple(a["dec_layers"]), p.norm1_gamma, p.norm1_beta,
+        d.norm3_gamma, d.norm3_beta)
     return {
         "softmax": mt.softmax(x, temperature=0.5),
         "softmax-axis": mt.softmax(x, axis=1),
@@ -55,6 +60,11 @@ def calls(a):
         "encoder_layer": mt.encoder_layer(x, p, a["mask"]),
         "encoder_layer-pre": mt.encoder_layer(x, p, a["fmask"], norm_first=True),
         "encoder": mt.encoder(x, a["layers"], a["mask"]),
+        "decoder_layer": mt.decoder_layer(x, a["memory"], d, a["mask"], a["cross_mask"]),
+        "decoder_layer-pre": mt.decoder_layer(x, a["memory"], d, a["fmask"], norm_first=True),
+        "decoder": mt.decoder(x, a["memory"], a["dec_layers"], a["mask"], a["cross_mask"]),
+        "encoder_decoder": mt.encoder_decoder(a["memory"], x, model, a["cross_mask"],
+                                              a["mask"], a["cross_mask"]),
     }
 
 
@@ -62,7 +72,7 @@ def convert(a, f, masks_too=False):
     """The inputs with every array passed through ``f`` (masks stay NumPy unless asked)."""
     out = {}
     for key, value in a.items():
-        if key == "layers":
+        if key.endswith("layers"):
             out[key] = [p.map(f) for p in value]
         elif key.endswith("mask") and not masks_too:
             out[key] = value
@@ -92,7 +102,7 @@ def test_every_function_runs_on_the_meta_device(dtype, rng):
     # torch masks already on the meta device too
     got.update({f"{k} (meta mask)": v for k, v in calls(convert(
         a, lambda v: torch.as_tensor(v, device="meta"), masks_too=True)
-        | {"x": meta["x"], "memory": meta["memory"], "layers": meta["layers"]}).items()})
+        | {k: meta[k] for k in ("x", "memory", "layers", "dec_layers")}).items()})
     for name, out in got.items():
         assert out.device.type == "meta", name
         assert out.dtype == dtype, name

@@ -1,0 +1,213 @@
+"""The whole model (the paper's §3, figure 1): embeddings, encoder and decoder,
+the output projection, and greedy decoding with a key/value cache."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy_array
+
+from . import _checks
+from .attention import as_mask, causal_mask
+from .decoder import KVCache, decoder
+from .encoder import encoder
+from .layernorm import layer_norm
+from .positional import positional_encoding
+
+
+def embed(tokens, embedding, start=0, *, name="tokens"):
+    """Embedding(tokens) √d_model + PE(positions start, start + 1, ...).
+
+    tokens: (..., n) integer ids in [0, vocab_size)   embedding: (vocab_size, d_model)
+    The paper multiplies the embedding by √d_model (§3.4) and adds the sinusoidal
+    positional encoding (§3.5). ``name`` is what an error message calls tokens.
+    Returns (..., n, d_model).
+    """
+    xp = _checks.namespace(embedding, names=("embedding",))
+    if embedding.ndim != 2 or 0 in embedding.shape:
+        raise ValueError(f"embedding must have shape (vocab_size, d_model), got "
+                         f"{tuple(embedding.shape)}")
+    tokens = _token_ids(tokens, embedding, xp, name)
+    d_model = embedding.shape[-1]
+    pe = positional_encoding(start + tokens.shape[-1], d_model)[start:]  # (n, d_model)
+    pe = xp.asarray(pe, dtype=embedding.dtype, device=device(embedding))
+    return embedding[tokens] * math.sqrt(d_model) + pe                   # (..., n, d_model)
+
+
+def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
+                    norm_first=False, attention=None):
+    """memory = Encoder(src), output = Decoder(tgt, memory), each stack followed by
+    its final LayerNorm where the params have one: what ``torch.nn.Transformer``
+    computes.
+
+    src: (..., n_src, d_model)   tgt: (..., n_tgt, d_model), embedded
+    src_mask: broadcast to (batch, n_src, n_src), the encoder's self-attention
+    tgt_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
+    memory_mask: broadcast to (batch, n_tgt, n_src), the cross-attention
+    Bool masks are True where a query may attend (torch's are the opposite).
+    Returns (..., n_tgt, d_model).
+    """
+    _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask)
+    memory = _encode(src, params, src_mask, norm_first, attention)
+    return _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention)
+
+
+def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
+                norm_first=False, attention=None):
+    """The scores (logits) of the next token at every target position.
+
+    X = Embed(src_tokens), Y = Embed(tgt_tokens), H = EncoderDecoder(X, Y),
+    logits = H Eᵀ with the embedding E shared by both inputs and the output (§3.4).
+    src_tokens: (..., n_src)   tgt_tokens: (..., n_tgt) integer ids
+    src_mask: a key mask broadcast to (batch, 1, n_src), e.g. ``padding_mask``; it
+    serves the encoder and the cross-attention. The target's self-attention is
+    always causal; a tgt_mask (e.g. target padding) is combined with it.
+    Returns (..., n_tgt, vocab_size).
+    """
+    E = _embedding(params)
+    x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
+    y = embed(tgt_tokens, E, name="tgt_tokens")         # (..., n_tgt, d_model)
+    _check_src_mask(src_mask, x)
+    h = encoder_decoder(x, y, params, src_mask, _and_causal(tgt_mask, y), src_mask,
+                        norm_first, attention)          # (..., n_tgt, d_model)
+    return h @ E.T                                      # (..., n_tgt, vocab_size)
+
+
+def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, norm_first=False,
+                  attention=None, return_logits=False):
+    """Greedy decoding: start from ``bos``, append the most likely next token, stop
+    when every row has produced ``eos`` or has ``max_len`` tokens.
+
+    Returns token ids (..., n), n <= max_len, starting with bos; a row that has
+    produced eos is padded with eos. Each step runs the decoder on the newest
+    position only: every layer keeps the keys and values of the earlier positions
+    and of the memory (``KVCache``), which gives the logits of
+    ``transformer(src_tokens, prefix, ...)[..., -1, :]`` without recomputing the prefix.
+    return_logits: also return every step's logits, (..., n - 1, vocab_size).
+    """
+    E = _embedding(params)
+    x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
+    _check_decoding(max_len, bos, eos, E.shape[0])
+    xp = array_namespace(E)
+    _check_src_mask(src_mask, x)
+    memory = _encode(x, params, src_mask, norm_first, attention)  # once
+    caches = [KVCache() for _ in params.decoder_layers]
+    batch = x.shape[:-2]
+    tokens = xp.full((*batch, 1), bos, dtype=xp.int64, device=device(E))  # (..., 1)
+    done = xp.zeros(batch, dtype=xp.bool, device=device(E))
+    logits = []
+    for t in range(max_len - 1):
+        y = embed(tokens[..., t:], E, start=t)          # (..., 1, d_model): position t
+        h = _decode(y, memory, params, None, src_mask, norm_first, attention, caches)
+        logits.append(h[..., -1, :] @ E.T)              # (..., vocab_size)
+        new = xp.where(done, eos, xp.argmax(logits[-1], axis=-1))  # (...,)
+        tokens = xp.concat([tokens, new[..., None]], axis=-1)
+        done = done | (new == eos)
+        if xp.all(done):
+            break
+    if not return_logits:
+        return tokens
+    empty = xp.zeros((*batch, 0, E.shape[0]), dtype=E.dtype, device=device(E))
+    return tokens, xp.stack(logits, axis=-2) if logits else empty
+
+
+def count_parameters(params) -> int:
+    """The number of scalars in a params container, or a sequence of them; an array
+    met twice (the tied embedding, a shared layer) counts once."""
+    arrays = {}
+    for p in params if isinstance(params, (list, tuple)) else [params]:
+        p.map(lambda a: arrays.setdefault(id(a), a))  # visits every array
+    return sum(math.prod(a.shape) for a in arrays.values())
+
+
+def _encode(src, params, src_mask, norm_first, attention):
+    memory = encoder(src, params.encoder_layers, src_mask, norm_first, attention)
+    return _final_norm(memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps)
+
+
+def _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention, caches=None):
+    out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, norm_first,
+                  attention, caches)
+    return _final_norm(out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
+
+
+def _final_norm(x, gamma, beta, eps):
+    return x if gamma is None else layer_norm(x, gamma, beta, eps)
+
+
+def _and_causal(tgt_mask, y):
+    """causal_mask(n_tgt), combined with tgt_mask: bool masks by "and", a float
+    mask keeps its values on and below the diagonal and gets -inf above it."""
+    xp, n = array_namespace(y), y.shape[-2]
+    causal = as_mask(causal_mask(n), y, (n, n), xp)     # (n_tgt, n_tgt)
+    if tgt_mask is None:
+        return causal
+    shape = (*y.shape[:-2], n, n)
+    _checks.mask_broadcasts(tgt_mask, shape, "tgt_mask", "(batch, n_tgt, n_tgt)")
+    mask = as_mask(tgt_mask, y, shape, xp)
+    return causal & mask if mask.dtype == xp.bool else xp.where(causal, mask, -xp.inf)
+
+
+# --- checks ---------------------------------------------------------------------
+
+def _embedding(params):
+    if params.embedding is None:
+        raise ValueError("these params have no embedding (torch.nn.Transformer has none): "
+                         "pass one to TransformerParams.from_torch(model, embedding=...)")
+    return params.embedding
+
+
+def _token_ids(tokens, embedding, xp, name):
+    """``tokens`` as int64 ids in the embedding's library and on its device (NumPy
+    ids are welcome with torch weights), checked to lie in [0, vocab_size)."""
+    if not is_array_api_obj(tokens):
+        tokens = np.asarray(tokens)
+    if is_numpy_array(tokens) and not is_numpy_array(embedding):
+        tokens = xp.asarray(tokens, device=device(embedding))
+    if _checks._kind(tokens).split(".")[0] != _checks._kind(embedding).split(".")[0]:
+        raise ValueError(f"inputs mix array libraries ({name}: {_checks._kind(tokens)}, "
+                         f"embedding: {_checks._kind(embedding)})")
+    if device(tokens) != device(embedding):
+        raise ValueError(f"device mismatch: {name} is on {device(tokens)} but the embedding "
+                         f"is on {device(embedding)}")
+    if not xp.isdtype(tokens.dtype, "integral"):
+        raise ValueError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
+    _checks.rank_at_least(tokens, 1, name, "(..., n)")
+    _checks.non_empty(tokens.shape[-1], name, tokens.shape)
+    lo, hi, vocab = int(xp.min(tokens)), int(xp.max(tokens)), embedding.shape[0]
+    if lo < 0 or hi >= vocab:
+        raise ValueError(f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
+                         f"to {hi} (shape {tuple(tokens.shape)})")
+    return xp.astype(tokens, xp.int64)
+
+
+def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask):
+    _checks.namespace(src, tgt, names=("src", "tgt"))
+    _checks.features(src, params.d_model, "src")
+    _checks.features(tgt, params.d_model, "tgt")
+    batch = _checks.batch_axes(src, tgt, "src", "tgt")
+    n_src, n_tgt = src.shape[-2], tgt.shape[-2]
+    for mask, name, shape, layout in (
+            (src_mask, "src_mask", (n_src, n_src), "(batch, n_src, n_src)"),
+            (tgt_mask, "tgt_mask", (n_tgt, n_tgt), "(batch, n_tgt, n_tgt)"),
+            (memory_mask, "memory_mask", (n_tgt, n_src), "(batch, n_tgt, n_src)")):
+        _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
+
+
+def _check_src_mask(src_mask, x):
+    """The source mask serves two attentions: it must be a mask on the keys."""
+    _checks.mask_broadcasts(src_mask, (*x.shape[:-2], 1, x.shape[-2]), "src_mask",
+                            "(batch, 1, n_src)")
+
+
+def _check_decoding(max_len, bos, eos, vocab):
+    def is_int(n):
+        return isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+
+    if not is_int(max_len) or max_len < 1:
+        raise ValueError(f"max_len must be an integer >= 1, got {max_len!r}")
+    for name, token in (("bos", bos), ("eos", eos)):
+        if not is_int(token) or not 0 <= token < vocab:
+            raise ValueError(f"{name} must be a token id in [0, vocab_size={vocab}), "
+                             f"got {token!r}")
