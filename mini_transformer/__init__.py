@@ -6,19 +6,21 @@ tensors on any device, through the Array API (``array-api-compat``).
 holds the ``nn.Module`` wrappers.
 """
 
-from .attention import apply_mask, causal_mask, padding_mask, scaled_dot_product_attention
-from .decoder import KVCache, decoder, decoder_layer
-from .encoder import encoder, encoder_layer
-from .feedforward import feed_forward
-from .layernorm import layer_norm
-from .multihead import key_values, multi_head_attention
+from .attention import (apply_mask, causal_mask, padding_mask, scaled_dot_product_attention,
+                        scaled_dot_product_attention_backward)
+from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .encoder import encoder, encoder_layer, encoder_layer_backward
+from .feedforward import feed_forward, feed_forward_backward
+from .layernorm import layer_norm, layer_norm_backward
+from .loss import cross_entropy, cross_entropy_backward
+from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
                      MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
-from .softmax import log_sum_exp, softmax
-from .tiled import tiled_attention
+from .softmax import log_sum_exp, softmax, softmax_backward
+from .tiled import tiled_attention, tiled_attention_backward
 from .transformer import (count_parameters, embed, encoder_decoder, greedy_decode,
-                          transformer)
+                          loss_and_grads, transformer)
 
 __version__ = "0.1.0"
 
@@ -32,22 +34,33 @@ __all__ = [
     "apply_mask",
     "causal_mask",
     "count_parameters",
+    "cross_entropy",
+    "cross_entropy_backward",
     "decoder",
     "decoder_layer",
+    "decoder_layer_backward",
     "embed",
     "encoder",
     "encoder_decoder",
     "encoder_layer",
+    "encoder_layer_backward",
     "feed_forward",
+    "feed_forward_backward",
     "greedy_decode",
     "key_values",
     "layer_norm",
+    "layer_norm_backward",
     "log_sum_exp",
+    "loss_and_grads",
     "multi_head_attention",
+    "multi_head_attention_backward",
     "padding_mask",
     "positional_encoding",
     "scaled_dot_product_attention",
+    "scaled_dot_product_attention_backward",
     "softmax",
+    "softmax_backward",
     "tiled_attention",
+    "tiled_attention_backward",
     "transformer",
 ]

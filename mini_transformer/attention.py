@@ -15,7 +15,8 @@ import numpy as np
 from array_api_compat import is_array_api_obj, is_numpy_array, is_torch_array
 
 from . import _checks
-from .softmax import softmax
+from ._grad import sum_to
+from .softmax import softmax, softmax_backward
 
 
 def causal_mask(n_q: int, n_k: int | None = None):
@@ -140,3 +141,36 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     scores = (q / math.sqrt(q.shape[-1])) @ k.mT  # (..., n_q, n_k); scale the smaller q
     weights = softmax(apply_mask(scores, mask), axis=-1, overwrite_x=True)  # scores are ours
     return weights @ v, weights  # (..., n_q, d_v)
+
+
+def scaled_dot_product_attention_backward(q, k, v, grad_output, mask=None):
+    """The gradients of Attention(Q, K, V) = P V, P = softmax(S), S = Q Kᵀ / √d_k.
+
+    With dO = ∂L/∂output, row by row (the forward's P is recomputed, not stored):
+
+        dV = Pᵀ dO                        (n_k, d_v)
+        dP = dO Vᵀ                        (n_q, n_k)
+        dS = P ∘ (dP − rowsum(dP ∘ P))    softmax_backward
+        dQ = dS K / √d_k                  (n_q, d_k)
+        dK = dSᵀ Q / √d_k                 (n_k, d_k)
+
+    A masked score has P = 0, hence dS = 0: it passes no gradient, and a query whose
+    keys are all masked gets zero, finite gradients. Arrays that the forward
+    broadcast get the sum over their copies. mask: as in the forward (the float
+    mask is a constant: no gradient).
+    Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
+    """
+    check_qkv(q, k, v)
+    _checks.namespace(q, grad_output, names=("q", "grad_output"))
+    _, p = scaled_dot_product_attention(q, k, v, mask)       # P, (..., n_q, n_k)
+    expected = (*p.shape[:-1], v.shape[-1])
+    _checks.same(tuple(grad_output.shape), expected,
+                 f"grad_output must have the output's shape {expected}, got "
+                 f"{tuple(grad_output.shape)}")
+    scale = 1 / math.sqrt(q.shape[-1])
+    d_out = grad_output
+    grad_v = p.mT @ d_out                                    # (..., n_k, d_v)
+    grad_s = softmax_backward(p, d_out @ v.mT)               # (..., n_q, n_k)
+    grad_q = grad_s @ k * scale                              # (..., n_q, d_k)
+    grad_k = grad_s.mT @ q * scale                           # (..., n_k, d_k)
+    return (sum_to(grad_q, q.shape), sum_to(grad_k, k.shape), sum_to(grad_v, v.shape))

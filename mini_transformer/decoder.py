@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from array_api_compat import array_namespace
 
 from . import _checks
-from .feedforward import feed_forward
-from .layernorm import layer_norm
-from .multihead import key_values, multi_head_attention
+from .feedforward import feed_forward, feed_forward_backward
+from .layernorm import layer_norm, layer_norm_backward
+from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 
 
 @dataclass
@@ -110,3 +111,68 @@ def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
                             "(batch, n_tgt, n_tgt)")
     _checks.mask_broadcasts(memory_mask, (*batch, n_tgt, n_src), "memory_mask",
                             "(batch, n_tgt, n_src)")
+
+
+def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memory_mask=None,
+                           norm_first=False):
+    """The gradients of ``decoder_layer``, its three sub-layers in reverse order (the
+    forward's intermediate values are recomputed). Post-LN (the paper's):
+
+        Y1 = LN₁(A),  A = Y + SelfAttn(Y)         g_A = LN₁ᵀ(g_Y1),  g_Y = g_A + SelfAttnᵀ(g_A)
+        Y2 = LN₂(B),  B = Y1 + CrossAttn(Y1, M)   g_B = LN₂ᵀ(g_Y2),  g_Y1 = g_B + CrossAttnᵀ(g_B)
+        Y3 = LN₃(C),  C = Y2 + FFN(Y2)            g_C = LN₃ᵀ(g),     g_Y2 = g_C + FFNᵀ(g_C)
+
+    The memory M receives gradient only through the cross-attention's keys and values.
+    Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
+    """
+    p = params
+    _check_inputs(y, memory, p, self_mask, memory_mask, 0)
+
+    def norm(i, h):
+        return layer_norm(h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps)
+
+    def norm_backward(i, h, g):
+        return layer_norm_backward(h, getattr(p, f"norm{i}_gamma"), g, p.eps)
+
+    def self_attn(h):
+        return multi_head_attention(h, p.self_attn, self_mask)[0]
+
+    def cross_attn(h):
+        return multi_head_attention(h, p.cross_attn, memory_mask, memory)[0]
+
+    g = grad_output
+    if norm_first:  # Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), M), Y3 = Y2 + FFN(LN₃(Y2))
+        n1 = norm(1, y)
+        y1 = y + self_attn(n1)
+        n2 = norm(2, y1)
+        y2 = y1 + cross_attn(n2)
+        n3 = norm(3, y2)
+        g_n3, g_ffn = feed_forward_backward(n3, p.ffn, g)
+        g_ln3, g_gamma3, g_beta3 = norm_backward(3, y2, g_n3)
+        g_y2 = g + g_ln3
+        g_n2, g_memory, g_cross = multi_head_attention_backward(n2, p.cross_attn, g_y2,
+                                                                memory_mask, memory)
+        g_ln2, g_gamma2, g_beta2 = norm_backward(2, y1, g_n2)
+        g_y1 = g_y2 + g_ln2
+        g_n1, _, g_self = multi_head_attention_backward(n1, p.self_attn, g_y1, self_mask)
+        g_ln1, g_gamma1, g_beta1 = norm_backward(1, y, g_n1)
+        g_y = g_y1 + g_ln1
+    else:
+        a = y + self_attn(y)
+        y1 = norm(1, a)
+        b = y1 + cross_attn(y1)
+        y2 = norm(2, b)
+        c = y2 + feed_forward(y2, p.ffn)
+        g_c, g_gamma3, g_beta3 = norm_backward(3, c, g)
+        g_ffn_y2, g_ffn = feed_forward_backward(y2, p.ffn, g_c)
+        g_b, g_gamma2, g_beta2 = norm_backward(2, b, g_c + g_ffn_y2)
+        g_cross_y1, g_memory, g_cross = multi_head_attention_backward(
+            y1, p.cross_attn, g_b, memory_mask, memory)
+        g_a, g_gamma1, g_beta1 = norm_backward(1, a, g_b + g_cross_y1)
+        g_self_y, _, g_self = multi_head_attention_backward(y, p.self_attn, g_a, self_mask)
+        g_y = g_a + g_self_y
+    grads = dataclasses.replace(
+        p, self_attn=g_self, cross_attn=g_cross, ffn=g_ffn,
+        norm1_gamma=g_gamma1, norm1_beta=g_beta1, norm2_gamma=g_gamma2, norm2_beta=g_beta2,
+        norm3_gamma=g_gamma3, norm3_beta=g_beta3)
+    return g_y, g_memory, grads

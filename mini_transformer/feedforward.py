@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from array_api_compat import array_namespace
+
 from . import _checks
+from ._grad import sum_to
 
 
 def feed_forward(x, params):
@@ -11,11 +16,51 @@ def feed_forward(x, params):
     x: (..., n, d_model)   W_1: (d_model, d_ff)   W_2: (d_ff, d_model)
     """
     p = params
-    xp = _checks.namespace(x, p.W_1, p.b_1, p.W_2, p.b_2,
-                           names=("x", "W_1", "b_1", "W_2", "b_2"))
+    xp = _check(x, p)
+    hidden = xp.maximum(x @ p.W_1 + p.b_1, 0.0)  # (..., n, d_ff)
+    return hidden @ p.W_2 + p.b_2               # (..., n, d_model)
+
+
+def feed_forward_backward(x, params, grad_output):
+    """The gradients of FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2, with g = ∂L/∂FFN(x):
+
+        ∂L/∂W_2 = Hᵀ g,  ∂L/∂b_2 = Σ_rows g,           H = ReLU(x W_1 + b_1)
+        ∂L/∂A   = (g W_2ᵀ) ∘ [A > 0],                   A = x W_1 + b_1
+        ∂L/∂W_1 = xᵀ ∂L/∂A,  ∂L/∂b_1 = Σ_rows ∂L/∂A,  ∂L/∂x = ∂L/∂A W_1ᵀ
+
+    (ReLU's derivative at exactly 0 is taken as 0, as torch does.) The weight
+    gradients sum over every position of every sequence: one W for all of them.
+    Returns (grad_x, grad_params), grad_params a ``FeedForwardParams``.
+    """
+    p = params
+    xp = _check(x, p, grad_output)
+    _checks.same(tuple(grad_output.shape), (*x.shape[:-1], p.d_model),
+                 f"grad_output must have the output's shape {(*x.shape[:-1], p.d_model)}, "
+                 f"got {tuple(grad_output.shape)}")
+    a = x @ p.W_1 + p.b_1                                     # (..., n, d_ff)
+    hidden = xp.maximum(a, 0.0)
+    grad_a = (grad_output @ p.W_2.T) * xp.astype(a > 0, a.dtype)   # (..., n, d_ff)
+    grads = dataclasses.replace(
+        p,
+        W_1=_rows_outer(x, grad_a), b_1=sum_to(grad_a, p.b_1.shape),
+        W_2=_rows_outer(hidden, grad_output), b_2=sum_to(grad_output, p.b_2.shape),
+    )
+    return grad_a @ p.W_1.T, grads                            # (..., n, d_model)
+
+
+def _rows_outer(a, b):
+    """Σ over every row r of aᵣᵀ bᵣ: the gradient of W in a @ W, a (..., d_in), b (..., d_out)."""
+    xp = array_namespace(a)
+    a2 = xp.reshape(a, (-1, a.shape[-1]))
+    b2 = xp.reshape(b, (-1, b.shape[-1]))
+    return a2.T @ b2                                          # (d_in, d_out)
+
+
+def _check(x, p, grad_output=None):
+    xp = _checks.namespace(x, p.W_1, p.b_1, p.W_2, p.b_2, grad_output,
+                           names=("x", "W_1", "b_1", "W_2", "b_2", "grad_output"))
     _checks.rank_at_least(x, 1, "x", "(..., d_model)")
     _checks.same(x.shape[-1], p.W_1.shape[0],
                  f"x has {x.shape[-1]} features but W_1 has shape {tuple(p.W_1.shape)} "
                  f"(d_model={p.W_1.shape[0]})")
-    hidden = xp.maximum(x @ p.W_1 + p.b_1, 0.0)  # (..., n, d_ff)
-    return hidden @ p.W_2 + p.b_2               # (..., n, d_model)
+    return xp

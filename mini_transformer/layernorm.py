@@ -11,15 +11,50 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5):
     σ² is the biased variance (divide by d, not d − 1) and ε sits inside the
     square root, exactly as ``torch.nn.LayerNorm``.
     """
-    xp = _checks.namespace(x, gamma, beta, names=("x", "gamma", "beta"))
-    _checks.rank_at_least(x, 1, "x", "(..., d_model)")
-    _checks.non_empty(x.shape[-1], "the feature axis of x", x.shape)
-    for name, a in (("gamma", gamma), ("beta", beta)):
-        _checks.same(tuple(a.shape), (x.shape[-1],),
-                     f"{name} must have shape ({x.shape[-1]},) to match x "
-                     f"{tuple(x.shape)}, got {tuple(a.shape)}")
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
+    xp = _check(x, gamma, beta, eps)
     mu = xp.mean(x, axis=-1, keepdims=True)
     var = xp.mean((x - mu) ** 2, axis=-1, keepdims=True)  # biased
     return gamma * (x - mu) / xp.sqrt(var + eps) + beta
+
+
+def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
+    """The gradients of y = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), over the last axis.
+
+    With g = ∂L/∂y and d features, and ĝ = γ ∘ g (the gradient reaching x̂):
+
+        ∂L/∂x = (ĝ − mean(ĝ) − x̂ ∘ mean(ĝ ∘ x̂)) / σ
+        ∂L/∂γ = Σ_rows g ∘ x̂,     ∂L/∂β = Σ_rows g
+
+    The two means are what μ and σ² add: every x_i moves the mean (which every x̂_j
+    subtracts) and the variance (which every x̂_j divides by). The forward's μ and
+    σ are recomputed from x (β is not needed).
+    Returns (grad_x, grad_gamma, grad_beta).
+    """
+    xp = _check(x, gamma, None, eps, grad_output)
+    mu = xp.mean(x, axis=-1, keepdims=True)
+    sigma = xp.sqrt(xp.mean((x - mu) ** 2, axis=-1, keepdims=True) + eps)
+    x_hat = (x - mu) / sigma                                  # (..., d)
+    g_hat = gamma * grad_output                               # ∂L/∂x̂
+    grad_x = (g_hat - xp.mean(g_hat, axis=-1, keepdims=True)
+              - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) / sigma
+    rows = tuple(range(x.ndim - 1))
+    return grad_x, xp.sum(grad_output * x_hat, axis=rows), xp.sum(grad_output, axis=rows)
+
+
+def _check(x, gamma, beta, eps, grad_output=None):
+    xp = _checks.namespace(x, gamma, beta, grad_output,
+                           names=("x", "gamma", "beta", "grad_output"))
+    _checks.rank_at_least(x, 1, "x", "(..., d_model)")
+    _checks.non_empty(x.shape[-1], "the feature axis of x", x.shape)
+    for name, a in (("gamma", gamma), ("beta", beta)):
+        if a is not None:
+            _checks.same(tuple(a.shape), (x.shape[-1],),
+                         f"{name} must have shape ({x.shape[-1]},) to match x "
+                         f"{tuple(x.shape)}, got {tuple(a.shape)}")
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    if grad_output is not None:
+        _checks.same(tuple(grad_output.shape), tuple(x.shape),
+                     f"grad_output must have x's shape {tuple(x.shape)}, got "
+                     f"{tuple(grad_output.shape)}")
+    return xp

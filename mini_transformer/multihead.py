@@ -7,8 +7,14 @@ the encoder memory (cross-attention).
 
 from __future__ import annotations
 
+import dataclasses
+
+from array_api_compat import array_namespace
+
 from . import _checks
-from .attention import scaled_dot_product_attention
+from ._grad import sum_to
+from .attention import scaled_dot_product_attention, scaled_dot_product_attention_backward
+from .feedforward import _rows_outer
 
 
 def _heads_mask(mask):
@@ -45,26 +51,96 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=N
     """
     p = params
     k, v = kv or (None, None)
-    names = ("x", "memory", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-    xp = _checks.namespace(x, memory, k, v, p.W_Q, p.W_K, p.W_V, p.W_O,
-                           p.b_Q, p.b_K, p.b_V, p.b_O, names=names)
-    _checks.features(x, p.d_model, "x")
-    if p.W_O.shape[0] != p.n_heads * p.d_v:
-        raise ValueError(
-            f"W_O has shape {tuple(p.W_O.shape)} but the heads concatenate to "
-            f"n_heads * d_v = {p.n_heads} * {p.d_v} = {p.n_heads * p.d_v} features"
-        )
+    xp = _check(x, p, mask, memory, k, v)
     if kv is None:
         memory = x if memory is None else memory
-        _checks.features(memory, p.d_model, "memory")
-        _checks.batch_axes(x, memory, "x", "memory")
         k, v = key_values(memory, p)                   # (..., h, n_k, d_k), (..., h, n_k, d_v)
-    batch = _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(k.shape[:-3])) or ()
-    _checks.mask_broadcasts(mask, (*batch, x.shape[-2], k.shape[-2]), "mask",
-                            "(batch, n_q, n_k)")
     attention = attention or scaled_dot_product_attention
     q = _project(x, p.W_Q, p.b_Q)                      # (..., h, n_q, d_k)
     heads, weights = attention(q, k, v, _heads_mask(mask))  # (..., h, n_q, d_v)
     heads = xp.moveaxis(heads, -3, -2)                 # (..., n_q, h, d_v)
     concat = xp.reshape(heads, (*heads.shape[:-2], p.n_heads * p.d_v))
     return concat @ p.W_O + p.b_O, weights             # (..., n_q, d_model)
+
+
+def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None):
+    """The gradients of MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O, with
+    head_i = Attention(X W_Q_i + b_Q_i, M W_K_i + b_K_i, M W_V_i + b_V_i).
+
+    From g = ∂L/∂output, back through the forward's lines in reverse order:
+
+        ∂L/∂W_O = Concatᵀ g,  ∂L/∂b_O = Σ_rows g,  ∂L/∂Concat = g W_Oᵀ  -> ∂L/∂head_i
+        (∂L/∂Q_i, ∂L/∂K_i, ∂L/∂V_i)       the attention backward, head by head
+        ∂L/∂W_Q_i = Xᵀ ∂L/∂Q_i,  ∂L/∂X = Σ_i ∂L/∂Q_i W_Q_iᵀ   (K and V likewise, from M)
+
+    In self-attention M = X: X gets the gradients of all three projections.
+    The forward's Q, K, V and weights are recomputed. mask, memory: as in the forward.
+    Returns (grad_x, grad_memory, grad_params); grad_memory is None for
+    self-attention (its share is in grad_x); grad_params is a ``MultiHeadParams``.
+    """
+    p = params
+    xp = _check(x, p, mask, memory, grad_output=grad_output)
+    m = x if memory is None else memory
+    q = _project(x, p.W_Q, p.b_Q)                            # (..., h, n_q, d_k)
+    k, v = key_values(m, p)                                  # (..., h, n_k, d_k), (..., h, n_k, d_v)
+    heads, _ = scaled_dot_product_attention(q, k, v, _heads_mask(mask))
+    concat = xp.reshape(xp.moveaxis(heads, -3, -2), (*heads.shape[:-3], heads.shape[-2], -1))
+    grad_concat = grad_output @ p.W_O.T                      # (..., n_q, h * d_v)
+    grad_heads = xp.moveaxis(
+        xp.reshape(grad_concat, (*grad_concat.shape[:-1], p.n_heads, p.d_v)), -2, -3)
+    grad_q, grad_k, grad_v = scaled_dot_product_attention_backward(
+        q, k, v, grad_heads, _heads_mask(mask))              # (..., h, n, d) each
+    grad_x = _project_backward(x, p.W_Q, grad_q)
+    grad_m = _project_backward(m, p.W_K, grad_k) + _project_backward(m, p.W_V, grad_v)
+    grads = dataclasses.replace(
+        p,
+        W_Q=_heads_outer(x, grad_q), W_K=_heads_outer(m, grad_k), W_V=_heads_outer(m, grad_v),
+        W_O=_rows_outer(concat, grad_output),
+        b_Q=sum_to(grad_q, p.b_Q[:, None, :].shape)[:, 0, :],
+        b_K=sum_to(grad_k, p.b_K[:, None, :].shape)[:, 0, :],
+        b_V=sum_to(grad_v, p.b_V[:, None, :].shape)[:, 0, :],
+        b_O=sum_to(grad_output, p.b_O.shape),
+    )
+    if memory is None:
+        return grad_x + grad_m, None, grads
+    return grad_x, grad_m, grads
+
+
+def _project_backward(x, W, grad):
+    """∂L/∂x of ``_project``: Σ_i grad_i W_iᵀ, back to x's shape (..., n, d_model)."""
+    xp = array_namespace(grad)
+    return sum_to(xp.sum(grad @ W.mT, axis=-3), x.shape)
+
+
+def _heads_outer(x, grad):
+    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i, (h, d_model, d)."""
+    return sum_to(x[..., None, :, :].mT @ grad, (grad.shape[-3], x.shape[-1], grad.shape[-1]))
+
+
+def _check(x, p, mask, memory, k=None, v=None, grad_output=None):
+    """Refuse, in the caller's terms, inputs that do not fit the weights or each other."""
+    names = ("x", "memory", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
+             "grad_output")
+    xp = _checks.namespace(x, memory, k, v, p.W_Q, p.W_K, p.W_V, p.W_O,
+                           p.b_Q, p.b_K, p.b_V, p.b_O, grad_output, names=names)
+    _checks.features(x, p.d_model, "x")
+    if p.W_O.shape[0] != p.n_heads * p.d_v:
+        raise ValueError(
+            f"W_O has shape {tuple(p.W_O.shape)} but the heads concatenate to "
+            f"n_heads * d_v = {p.n_heads} * {p.d_v} = {p.n_heads * p.d_v} features"
+        )
+    if k is None:
+        memory = x if memory is None else memory
+        _checks.features(memory, p.d_model, "memory")
+        batch = _checks.batch_axes(x, memory, "x", "memory")
+        n_k = memory.shape[-2]
+    else:
+        batch = _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(k.shape[:-3])) or ()
+        n_k = k.shape[-2]
+    _checks.mask_broadcasts(mask, (*batch, x.shape[-2], n_k), "mask", "(batch, n_q, n_k)")
+    if grad_output is not None:
+        out = (*batch, x.shape[-2], p.W_O.shape[-1])
+        _checks.same(tuple(grad_output.shape), out,
+                     f"grad_output must have the output's shape {out}, got "
+                     f"{tuple(grad_output.shape)}")
+    return xp

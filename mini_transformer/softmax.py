@@ -113,3 +113,23 @@ def log_sum_exp(x, axis: int = -1):
     z = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
     log_z = xp.where(z == 0.0, -xp.inf, xp.log(xp.where(z == 0.0, 1.0, z)))  # no log(0) warning
     return xp.squeeze(log_z + m, axis=axis)
+
+
+def softmax_backward(weights, grad_weights, axis: int = -1):
+    """The vector–Jacobian product of the softmax: ∂L/∂x from ∂L/∂p, with p = softmax(x).
+
+    The Jacobian is ∂p_i/∂x_j = p_i (δ_ij − p_j), diagonal minus outer product, so
+
+        ∂L/∂x = p ∘ (g − Σ_j p_j g_j),    g = ∂L/∂p,
+
+    one row sum and two element-wise products: the n × n Jacobian is never formed.
+    weights: the softmax's output p (reused, not recomputed); grad_weights: g, same shape.
+    Rows of p that are all 0 (every key masked) get a zero gradient.
+    """
+    xp = _checks.namespace(weights, grad_weights, names=("weights", "grad_weights"))
+    _checks.same(tuple(weights.shape), tuple(grad_weights.shape),
+                 f"weights {tuple(weights.shape)} and grad_weights "
+                 f"{tuple(grad_weights.shape)} must have the same shape")
+    _checks.axis_length(weights, axis, "weights")
+    p, g = weights, grad_weights
+    return p * (g - xp.sum(p * g, axis=axis, keepdims=True))

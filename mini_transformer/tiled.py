@@ -22,11 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from array_api_compat import is_numpy_array
 
+from ._grad import sum_to
 from .attention import check_qkv
 from .softmax import cpus
 
 
-def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), threads=None):
+def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), threads=None,
+                    return_lse=False):
     """softmax(Q Kᵀ / √d_k) V, streaming keys and values in blocks.
 
     q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v), NumPy arrays.
@@ -38,7 +40,10 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
     block_size: (queries, keys) per tile, or one int for both.
     threads: query blocks run in this many threads (default: the CPUs
     available, from 2**22 scores on); BLAS runs at one thread inside each.
-    Returns the output (..., n_q, d_v); the weights are never formed.
+    return_lse: also return each query's log-sum-exp of its scaled scores,
+    log Σ_j exp(S_ij) (..., n_q) (``-inf`` for a fully masked query): the one number
+    per row that ``tiled_attention_backward`` needs to recompute the weights.
+    Returns the output (..., n_q, d_v), or (output, lse); the weights are never formed.
 
     For one block of queries with scaled scores S_j = Q K_jᵀ / √d_k against key
     block j, starting from m = -inf, ℓ = 0, O = 0:
@@ -48,7 +53,8 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
         O     = exp(m - m_new) O + exp(S_j - m_new) V_j     running numerator
         m     = m_new
 
-    and after the last block, output = O / ℓ (a row with ℓ = 0 gives 0). The
+    and after the last block, output = O / ℓ (a row with ℓ = 0 gives 0) and the
+    row's log-sum-exp is m + log ℓ. The
     code runs it in base 2 (``exp2``, see ``_attend``), which is the same math.
     The max only prevents overflow (softmax does not change when a row is
     shifted): when |q|·|k| bounds every score far inside the float range, m
@@ -83,10 +89,11 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
     k = np.broadcast_to(k, batch + (n_k, d_k))
     v = np.broadcast_to(v, batch + (n_k, d_v))
     out = np.empty(batch + (n_q, d_v), dtype=q.dtype)
+    lse2 = np.empty(batch + (n_q, 1), dtype=q.dtype)  # base 2, see _attend
 
     def query_block(task):
         b, i = task
-        out[b][i : i + b_q] = _attend(
+        out[b][i : i + b_q], lse2[b][i : i + b_q] = _attend(
             q2[b][i : i + b_q], k[b], v[b], None if mask is None else mask[b][i : i + b_q],
             i if causal else None, b_k, bounded,
         )
@@ -102,6 +109,8 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
         else:
             with ThreadPoolExecutor(threads) as pool:  # NumPy releases the GIL in @ and exp
                 list(pool.map(query_block, tasks))
+    if return_lse:
+        return out, lse2[..., 0] / _LOG2_E  # log₂ -> natural log
     return out
 
 
@@ -110,7 +119,8 @@ def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
     ``tiled_attention``, in base 2: ``q2`` holds Q·log₂e/√d_k, so the tile is
     S_j·log₂e and exp(S_j - m) = 2^(S_j·log₂e - m·log₂e); ``exp2`` is cheaper
     than ``exp``, and m is kept in the same base-2 units. ``causal_offset``: the
-    row of the causal mask where this block starts, or None.
+    row of the causal mask where this block starts, or None. Returns the block's
+    output and its rows' log-sum-exp in base 2, m + log₂ ℓ (-inf where ℓ = 0).
 
     The running max only guards exp against overflow. ``bounded`` says every
     score is known to be far from overflow and underflow (see
@@ -150,7 +160,9 @@ def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
             m = m_new
         l += p @ ones[: s.shape[1]]
         o += p @ v[j : j + b_k]
-    return o / np.where(l == 0.0, 1.0, l)
+    empty = l == 0.0  # every key of the row masked
+    lse2 = np.where(empty, -np.inf, m + np.log2(np.where(empty, 1.0, l)))
+    return o / np.where(empty, 1.0, l), lse2
 
 
 _LOG2_E = math.log2(math.e)
@@ -198,3 +210,110 @@ def _blas_threads(n):
     if _controller is None:
         _controller = ThreadpoolController()
     return _controller.limit(limits=n, user_api="blas")
+
+
+def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, causal=False,
+                             block_size=(512, 512), threads=None):
+    """The gradients of ``tiled_attention`` without the n_q × n_k matrix: each tile of
+    weights is recomputed from the forward's row log-sum-exp, P_ij = exp(S_ij − lse_i),
+    as FlashAttention's backward does (Dao et al. 2022).
+
+    The reference backward's equations, tile by tile (dO = grad_output):
+
+        dV_j += P_ijᵀ dO_i,   dP_ij = dO_i V_jᵀ,   dS_ij = P_ij ∘ (dP_ij − D_i),
+        dK_j += dS_ijᵀ Q_i / √d_k,   dQ_i += dS_ij K_j / √d_k,
+
+    with D_i = rowsum(dP_i ∘ P_i) = rowsum(dO_i ∘ O_i), which needs only the output:
+    Σ_j P_ij (dO_i · v_j) = dO_i · O_i. Five tile-sized matrix products per tile, against
+    the forward's two. Key blocks are shared out between threads; each keeps its own dQ.
+    q, k, v, mask, causal, block_size, threads: as given to the forward;
+    output, lse: what ``tiled_attention(..., return_lse=True)`` returned.
+    Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
+    """
+    check_qkv(q, k, v)
+    for name, a in (("q", q), ("k", k), ("v", v), ("output", output), ("lse", lse),
+                    ("grad_output", grad_output)):
+        if not is_numpy_array(a):
+            raise ValueError(f"tiled_attention_backward is NumPy-only, got {name} of type "
+                             f"{type(a).__name__}")
+    b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
+    if b_q < 1 or b_k < 1:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    for name, a, shape in (("output", output, batch + (n_q, d_v)),
+                           ("grad_output", grad_output, batch + (n_q, d_v)),
+                           ("lse", lse, batch + (n_q,))):
+        if a.shape != shape:
+            raise ValueError(f"{name} must have shape {shape} (the forward's), got {a.shape}")
+    mask = _mask_view(mask, batch + (n_q, n_k))
+    shapes = q.shape, k.shape, v.shape
+    scale = 1 / math.sqrt(d_k)
+    q2 = np.broadcast_to(q * (scale * _LOG2_E), batch + (n_q, d_k))   # scores in base 2
+    qb = np.broadcast_to(q, batch + (n_q, d_k))
+    k = np.broadcast_to(k, batch + (n_k, d_k))
+    v = np.broadcast_to(v, batch + (n_k, d_v))
+    lse2 = np.where(np.isneginf(lse), np.inf, lse * _LOG2_E)[..., None]  # all masked: P = 0
+    d = np.sum(grad_output * output, axis=-1, keepdims=True)            # D, (..., n_q, 1)
+    grad_k = np.empty(batch + (n_k, d_k), dtype=q.dtype)
+    grad_v = np.empty(batch + (n_k, d_v), dtype=q.dtype)
+    tasks = [(b, j) for b in np.ndindex(batch) for j in range(0, n_k, b_k)]
+    if threads is None:
+        threads = cpus() if math.prod(batch) * n_q * n_k >= 2**22 else 1
+    threads = max(1, min(len(tasks), threads))
+
+    def key_blocks(chunk):
+        grad_q = np.zeros(batch + (n_q, d_k), dtype=q.dtype)   # this thread's share of dQ
+        for b, j in chunk:
+            grad_k[b][j : j + b_k], grad_v[b][j : j + b_k] = _attend_backward(
+                q2[b], qb[b], k[b][j : j + b_k], v[b][j : j + b_k], grad_output[b], lse2[b],
+                d[b], grad_q[b], None if mask is None else mask[b][:, j : j + b_k],
+                j, causal, b_q)
+        return grad_q
+
+    chunks = [tasks[i::threads] for i in range(threads)]
+    with _blas_threads(1):
+        if threads == 1:
+            partial = [key_blocks(chunks[0])]
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                partial = list(pool.map(key_blocks, chunks))
+    grad_q = partial[0]
+    for g in partial[1:]:
+        grad_q += g
+    grad_q *= scale
+    grad_k *= scale
+    return tuple(sum_to(g, shape) for g, shape in zip((grad_q, grad_k, grad_v), shapes))
+
+
+def _attend_backward(q2, q, k_j, v_j, d_out, lse2, d, grad_q, mask_j, j, causal, b_q):
+    """One key block j against every query block: returns (dK_j √d_k, dV_j) and adds
+    dS K_j to ``grad_q`` (the 1/√d_k is applied once, by the caller)."""
+    n_q = q.shape[0]
+    grad_k = np.zeros(k_j.shape, dtype=q.dtype)
+    grad_v = np.zeros(v_j.shape, dtype=q.dtype)
+    cols = np.arange(j, j + k_j.shape[0])
+    for i in range(0, n_q, b_q):
+        rows = slice(i, i + b_q)
+        last_query = min(i + b_q, n_q) - 1
+        if causal and j > last_query:
+            continue  # every key of this block is in the future of every query
+        s = q2[rows] @ k_j.T                          # S_ij·log₂e, (b_q, b_k)
+        if causal and cols[-1] > i:
+            s[np.arange(i, last_query + 1)[:, None] < cols] = -np.inf
+        if mask_j is not None:
+            m = mask_j[rows]
+            if m.dtype == np.bool_:
+                if not m.any():
+                    continue
+                np.copyto(s, -np.inf, where=~m)
+            else:
+                s += m * _LOG2_E
+        p = np.exp2(np.subtract(s, lse2[rows], out=s), out=s)   # P_ij, in place
+        grad_v += p.T @ d_out[rows]                   # dV_j += P_ijᵀ dO_i
+        dp = d_out[rows] @ v_j.T                      # dP_ij
+        ds = np.multiply(p, np.subtract(dp, d[rows], out=dp), out=dp)   # dS_ij
+        grad_k += ds.T @ q[rows]                      # dK_j += dS_ijᵀ Q_i
+        grad_q[rows] += ds @ k_j                      # dQ_i += dS_ij K_j
+    return grad_k, grad_v

@@ -3,6 +3,7 @@ the output projection, and greedy decoding with a key/value cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,9 +11,11 @@ from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy
 
 from . import _checks
 from .attention import as_mask, causal_mask
-from .decoder import KVCache, decoder
-from .encoder import encoder
-from .layernorm import layer_norm
+from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .encoder import encoder, encoder_layer, encoder_layer_backward
+from .feedforward import _rows_outer
+from .layernorm import layer_norm, layer_norm_backward
+from .loss import cross_entropy, cross_entropy_backward
 from .positional import positional_encoding
 
 
@@ -211,3 +214,75 @@ def _check_decoding(max_len, bos, eos, vocab):
         if not is_int(token) or not 0 <= token < vocab:
             raise ValueError(f"{name} must be a token id in [0, vocab_size={vocab}), "
                              f"got {token!r}")
+
+
+def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ignore_index=None,
+                   src_mask=None, tgt_mask=None, norm_first=False):
+    """The training loss and its gradient for every array of ``params``.
+
+    loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): the
+    forward keeps each layer's input; the backward runs the layers in reverse, each
+    ``*_backward`` recomputing what it needs from its input. The memory feeds every
+    decoder layer, so its gradient is the sum of theirs. The tied embedding E is used
+    three times (source, target, output projection): its gradient is the sum of three.
+    Masks and ``norm_first`` as in ``transformer``.
+    Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
+    """
+    E = _embedding(params)
+    xp, sqrt_d = array_namespace(E), math.sqrt(E.shape[-1])
+    x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
+    y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
+    _check_src_mask(src_mask, x)
+    self_mask = _and_causal(tgt_mask, y)
+    _check_embedded(x, y, params, src_mask, self_mask, src_mask)
+    # Forward, keeping the input of every layer.
+    xs = [x]
+    for layer in params.encoder_layers:
+        xs.append(encoder_layer(xs[-1], layer, src_mask, norm_first))
+    memory = _final_norm(xs[-1], params.encoder_norm_gamma, params.encoder_norm_beta,
+                         params.eps)
+    ys = [y]
+    for layer in params.decoder_layers:
+        ys.append(decoder_layer(ys[-1], memory, layer, self_mask, src_mask, norm_first))
+    h = _final_norm(ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
+    logits = h @ E.T                                     # (..., n_tgt, vocab_size)
+    loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
+    # Backward: output projection, decoder, encoder, embeddings.
+    g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
+    g_E = _rows_outer(g_logits, h)                       # (vocab_size, d_model): logits = h Eᵀ
+    g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_logits @ E)
+    g_memory, dec_grads = 0.0, []
+    for layer, y_in in zip(reversed(params.decoder_layers), reversed(ys[:-1])):
+        g_y, g_m, grads = decoder_layer_backward(y_in, memory, layer, g_y, self_mask,
+                                                 src_mask, norm_first)
+        g_memory, dec_grads = g_memory + g_m, [grads, *dec_grads]
+    g_x, g_enc_norm = _final_norm_backward(xs[-1], params, "encoder", g_memory)
+    enc_grads = []
+    for layer, x_in in zip(reversed(params.encoder_layers), reversed(xs[:-1])):
+        g_x, grads = encoder_layer_backward(x_in, layer, g_x, src_mask, norm_first)
+        enc_grads = [grads, *enc_grads]
+    g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
+           + _embedding_backward(tgt_in, g_y * sqrt_d, E))
+    grads = dataclasses.replace(params, embedding=g_E, encoder_layers=tuple(enc_grads),
+                                decoder_layers=tuple(dec_grads), **g_enc_norm, **g_dec_norm)
+    return loss, grads
+
+
+def _final_norm_backward(x, params, stack, grad):
+    """The gradient through a stack's final LayerNorm, if the params have one:
+    (grad_x, {"<stack>_norm_gamma": ..., "<stack>_norm_beta": ...} or {})."""
+    gamma = getattr(params, f"{stack}_norm_gamma")
+    if gamma is None:
+        return grad, {}
+    grad_x, g_gamma, g_beta = layer_norm_backward(x, gamma, grad, params.eps)
+    return grad_x, {f"{stack}_norm_gamma": g_gamma, f"{stack}_norm_beta": g_beta}
+
+
+def _embedding_backward(tokens, grad, embedding):
+    """∂L/∂E of the lookup E[tokens]: row v of E gets the sum of the gradients of every
+    position holding token v, computed as one_hot(tokens)ᵀ grad, (vocab_size, d_model)."""
+    xp = array_namespace(embedding)
+    tokens = _token_ids(tokens, embedding, xp, "tokens")
+    vocab = xp.arange(embedding.shape[0], device=device(embedding))
+    one_hot = xp.astype(tokens[..., None] == vocab, embedding.dtype)  # (..., n, vocab_size)
+    return _rows_outer(one_hot, grad)

@@ -57,6 +57,7 @@ CATEGORIES = {
     "dtypes": "Mixed or non-floating dtypes",
     "sizes": "Bad sizes and lengths for the mask and encoding builders",
     "tokens": "Token ids and decoding arguments",
+    "gradients": "Gradients and the loss",
     "other": "Other refused arguments",
     "interop": "torch.nn modules the interop cannot represent",
 }
@@ -349,6 +350,22 @@ REFUSED = [
     R("no-embedding", "tokens", "token ids for params without an embedding",
       "mt.transformer(src, src, mt.TransformerParams(None, model.encoder_layers, "
       "model.decoder_layers))", "these params have no embedding"),
+    # gradients
+    R("backward-grad-shape", "gradients", "a gradient of another shape than the output",
+      "mt.multi_head_attention_backward(x, mha, x[:, :2])",
+      "grad_output must have the output's shape (2, 3, 8), got (2, 2, 8)"),
+    R("cross-entropy-target", "gradients", "a target outside the vocabulary",
+      "mt.cross_entropy(x, np.full((2, 3), 8))",
+      "targets must lie in [0, vocab_size=8)"),
+    R("cross-entropy-all-ignored", "gradients", "every target ignored",
+      "mt.cross_entropy(x, np.zeros((2, 3), int), ignore_index=0)",
+      "every target equals ignore_index: the mean is over no position"),
+    R("cross-entropy-smoothing", "gradients", "label smoothing above 1",
+      "mt.cross_entropy(x, np.zeros((2, 3), int), label_smoothing=1.5)",
+      "label_smoothing must lie in [0, 1], got 1.5"),
+    R("tiled-backward-torch", "gradients", "torch tensors to the NumPy-only tiled backward",
+      "mt.tiled_attention_backward(tq, tk, tv, tq, tq[:, 0], tq)",
+      "tiled_attention_backward is NumPy-only"),
     # other
     R("layer-norm-eps", "other", "a negative eps",
       "mt.layer_norm(x, gamma, beta, eps=-1e-5)", "eps must be >= 0, got -1e-05"),

@@ -1,0 +1,76 @@
+"""The training loss: cross-entropy of the next token, with label smoothing (the
+paper's §5.4, ε_ls = 0.1), and its gradient (chapter 13)."""
+
+from __future__ import annotations
+
+from array_api_compat import array_namespace, device
+
+from . import _checks
+from .softmax import log_sum_exp, softmax
+
+
+def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
+    """The mean over the counted positions of −Σ_c q_c log p_c, p = softmax(logits),
+    q = (1 − ε) one_hot(target) + ε / V: the smoothed target of
+    ``torch.nn.functional.cross_entropy(..., label_smoothing=ε)``.
+
+    logits: (..., V)   targets: (...) integer ids in [0, V)
+    ignore_index: positions whose target equals it are not counted (padding).
+    With ε = 0 this is −mean log p_target, the negative log-likelihood.
+    """
+    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
+    log_p = logits - log_sum_exp(logits, axis=-1)[..., None]          # (..., V)
+    q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
+    per_position = -xp.sum(q * log_p, axis=-1)                         # (...)
+    return xp.sum(xp.where(counted, per_position, 0.0)) / n
+
+
+def cross_entropy_backward(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
+    """∂ cross_entropy / ∂ logits = (softmax(logits) − q) / n at each counted position,
+    0 at an ignored one; q is the smoothed target and n the number counted.
+
+    (Since Σ_c q_c = 1, the derivative of −Σ_c q_c (z_c − log Σ_j e^{z_j}) by z_c
+    is −q_c + p_c.) Returns an array shaped like logits.
+    """
+    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
+    q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
+    grad = (softmax(logits, axis=-1) - q) / n
+    return xp.where(counted[..., None], grad, 0.0)
+
+
+def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
+    """q = (1 − ε) one_hot(targets) + ε / V, in ``like``'s dtype and on its device;
+    (..., V). An ignored target (out of range) gives a row of ε / V, never used."""
+    xp = array_namespace(like)
+    classes = xp.arange(vocab_size, device=device(like))
+    one_hot = xp.astype(targets[..., None] == classes, like.dtype)   # (..., V)
+    return (1 - label_smoothing) * one_hot + label_smoothing / vocab_size
+
+
+def _check(logits, targets, label_smoothing, ignore_index):
+    """The namespace, the mask of counted positions and their number, after checks."""
+    xp = _checks.namespace(logits, names=("logits",))
+    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
+    vocab = _checks.axis_length(logits, -1, "logits")
+    if not hasattr(targets, "shape"):
+        raise ValueError(f"targets must be an array of token ids, got {type(targets).__name__}")
+    if array_namespace(targets) is not xp or device(targets) != device(logits):
+        targets = xp.asarray(targets, device=device(logits))
+    if not xp.isdtype(targets.dtype, "integral"):
+        raise ValueError(f"targets must be integer token ids, got dtype {targets.dtype}")
+    _checks.same(tuple(targets.shape), tuple(logits.shape[:-1]),
+                 f"targets must have the shape of logits without its last axis, "
+                 f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
+    counted = targets != ignore_index if ignore_index is not None else targets == targets
+    ids = targets[counted]
+    if ids.shape[0] and (int(xp.min(ids)) < 0 or int(xp.max(ids)) >= vocab):
+        raise ValueError(f"targets must lie in [0, vocab_size={vocab}) (or equal "
+                         f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
+                         f"to {int(xp.max(ids))}")
+    n = int(xp.sum(xp.astype(counted, xp.int64)))
+    if n == 0:
+        raise ValueError("every target equals ignore_index: the mean is over no position "
+                         "(torch.nn.functional.cross_entropy returns nan)")
+    return xp, counted, n
