@@ -1,0 +1,232 @@
+"""One training step (forward, backward, Adam) of the same encoder–decoder, three ways,
+in one run (ratios are only meaningful within a run), and the time to 99% accuracy.
+
+    python benchmarks/training.py            # the full run (a few minutes on 2 cores)
+    python benchmarks/training.py --quick    # a smoke test (seconds)
+
+- ``numpy_hand``: the package on NumPy arrays, ``loss_and_grads`` (the hand-derived
+  backward of chapter 13) and the package's ``adam_step``.
+- ``package_autograd``: the same package functions on torch tensors, the loss's
+  gradient by ``torch.autograd``, the package's ``adam_step``.
+- ``torch_nn``: ``torch.nn.Transformer`` (from ``TransformerParams.to_torch``: post-LN,
+  no final norms, no dropout) with the same tied embedding, √d_model scale and
+  positional encoding, ``torch.nn.functional.cross_entropy`` and ``torch.optim.Adam``
+  (β = (0.9, 0.98), ε = 1e-9, as the paper).
+
+float32, at two sizes: the training chapter's model (vocabulary 12, d_model 32, 4 heads,
+d_ff 64, 2 + 2 layers, batch 64 of 8 source and 9 target tokens) and a base-width
+model of 2 + 2 layers (d_model 512, 8 heads, d_ff 2048, vocabulary 1000, batch 8 × 64
+tokens). Median of several steps after two untimed ones. Then the chapter's model is
+trained by ``numpy_hand`` on the reverse task until 99% of 500 held-out sequences are
+decoded exactly (greedy, with the cache, checked every 25 steps). Results go to
+benchmarks/results/training.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import mini_transformer as mt
+from mini_transformer import tasks
+from mini_transformer.optim import AdamState, adam_step, learning_rate, tree_leaves
+from mini_transformer.softmax import cpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from attention import cpu_model, load_average  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SIZES = {
+    "notebook": dict(vocab_size=12, d_model=32, n_heads=4, d_ff=64, n_layers=2,
+                     batch=64, n_src=8, n_tgt=9),
+    "base": dict(vocab_size=1000, d_model=512, n_heads=8, d_ff=2048, n_layers=2,
+                 batch=8, n_src=64, n_tgt=64),
+}
+TARGETS = {"notebook": 1.0, "base": 1.5}  # numpy_hand step / torch_nn step (issue 12)
+WARMUP, LR_SCALE = 200, 1.0               # the chapter's schedule: learning_rate(step, d, 200)
+
+
+def batch_of(rng, size):
+    s = SIZES[size]
+    src = rng.integers(2, s["vocab_size"], size=(s["batch"], s["n_src"]))
+    tgt = rng.integers(2, s["vocab_size"], size=(s["batch"], s["n_tgt"] + 1))
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def numpy_step(params, size):
+    state = AdamState.zeros_like(params)
+    rng = np.random.default_rng(1)
+
+    def step():
+        nonlocal params, state
+        src, tgt_in, tgt_out = batch_of(rng, size)
+        loss, grads = mt.loss_and_grads(params, src, tgt_in, tgt_out)
+        params, state = adam_step(params, grads, state, 1e-4)
+        return loss
+
+    return step
+
+
+def package_autograd_step(params, size, torch):
+    params = params.map(lambda a: torch.tensor(a, requires_grad=True))
+    state = AdamState.zeros_like(params)
+    rng = np.random.default_rng(1)
+    V = SIZES[size]["vocab_size"]
+
+    def step():
+        nonlocal params, state
+        src, tgt_in, tgt_out = (torch.as_tensor(a) for a in batch_of(rng, size))
+        logits = mt.transformer(src, tgt_in, params)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1))
+        leaves = tree_leaves(params)
+        grads_flat = torch.autograd.grad(loss, leaves)
+        grads = _unflatten(params, grads_flat)
+        with torch.no_grad():
+            params, state = adam_step(params, grads, state, 1e-4)
+        params = params.map(lambda a: a.detach().requires_grad_())
+        return float(loss.detach())
+
+    return step
+
+
+def _unflatten(params, flat):
+    it = iter(flat)
+    return params.map(lambda _: next(it))
+
+
+def torch_nn_step(params, size, torch):
+    s = SIZES[size]
+    model = params.to_torch(dtype=torch.float32).train()
+    embedding = torch.nn.Parameter(torch.tensor(params.embedding, dtype=torch.float32))
+    pe = torch.tensor(mt.positional_encoding(max(s["n_src"], s["n_tgt"]), s["d_model"]),
+                      dtype=torch.float32)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(s["n_tgt"],
+                                                                  dtype=torch.float32)
+    opt = torch.optim.Adam([embedding, *model.parameters()], lr=1e-4, betas=(0.9, 0.98),
+                           eps=1e-9)
+    rng = np.random.default_rng(1)
+    scale = math.sqrt(s["d_model"])
+
+    def step():
+        src, tgt_in, tgt_out = (torch.as_tensor(a) for a in batch_of(rng, size))
+        x = embedding[src] * scale + pe[: s["n_src"]]
+        y = embedding[tgt_in] * scale + pe[: s["n_tgt"]]
+        h = model(x, y, tgt_mask=causal, tgt_is_causal=True)
+        logits = h @ embedding.T
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, s["vocab_size"]),
+                                                 tgt_out.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return step
+
+
+def step_time(step, reps):
+    step()
+    step()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def time_to_99(max_steps, check_every=25, n_test=500):
+    """Train the chapter's model (NumPy, hand gradients) on the reverse task until 99% of
+    n_test held-out sequences decode exactly; (steps, seconds, accuracy)."""
+    s = SIZES["notebook"]
+    rng = np.random.default_rng(0)
+    params = mt.TransformerParams.random(
+        rng, **{k: s[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers")}
+    ).map(lambda a: a.astype(np.float32))
+    state = AdamState.zeros_like(params)
+    test = tasks.reverse_task(np.random.default_rng(1), n_test, s["n_src"], s["vocab_size"])
+    t0, acc, step = time.perf_counter(), 0.0, 0
+    for step in range(1, max_steps + 1):
+        src, tgt_in, tgt_out = tasks.reverse_task(rng, s["batch"], s["n_src"], s["vocab_size"])
+        _, grads = mt.loss_and_grads(params, src, tgt_in, tgt_out)
+        params, state = adam_step(params, grads, state,
+                                  LR_SCALE * learning_rate(step, s["d_model"], WARMUP))
+        if step % check_every == 0:
+            decoded = mt.greedy_decode(test[0], params, s["n_src"] + 2, tasks.BOS, tasks.EOS)
+            acc = tasks.sequence_accuracy(decoded, test[2])
+            if acc >= 0.99:
+                break
+    return {"steps": step, "seconds": time.perf_counter() - t0, "accuracy": acc,
+            "reached": acc >= 0.99, "check_every": check_every, "n_test": n_test}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="notebook size only, 3 steps")
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(cpus())
+    sizes = ["notebook"] if args.quick else list(SIZES)
+    reps = 3 if args.quick else args.reps
+    out_path = args.out or (Path(tempfile.gettempdir()) / "training_quick.json" if args.quick
+                            else HERE / "results" / "training.json")
+    meta = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name] + (sys.argv[1:] if argv is None else argv)),
+        "cpu": cpu_model(), "cpus": cpus(), "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(), "numpy": np.__version__,
+        "torch": torch.__version__, "reps": reps, "sizes": SIZES,
+        "load_average_before": load_average(),
+    }
+    print(f"# training-step benchmark: {meta['cpu']}, {meta['cpus']} CPUs, "
+          f"load {meta['load_average_before']}")
+    rows, t0 = [], time.perf_counter()
+    for size in sizes:
+        s = SIZES[size]
+        params = mt.TransformerParams.random(
+            np.random.default_rng(0),
+            **{k: s[k] for k in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers")}
+        ).map(lambda a: a.astype(np.float32))
+        steps = {"numpy_hand": numpy_step(params, size),
+                 "package_autograd": package_autograd_step(params, size, torch),
+                 "torch_nn": torch_nn_step(params, size, torch)}
+        for impl, step in steps.items():
+            rows.append({"size": size, "impl": impl, "dtype": "float32",
+                         "step_s": step_time(step, reps)})
+            print(f"{size:8s} {impl:17s} {rows[-1]['step_s'] * 1e3:9.2f} ms/step", flush=True)
+    found = []
+    for size in sizes:
+        by = {r["impl"]: r["step_s"] for r in rows if r["size"] == size}
+        ratio = by["numpy_hand"] / by["torch_nn"]
+        found.append({"name": f"numpy_hand_over_torch_nn_{size}", "measured": ratio,
+                      "bound": TARGETS[size], "met": bool(ratio <= TARGETS[size])})
+    result = {"meta": meta, "rows": rows, "targets": found}
+    if not args.quick:
+        result["time_to_99"] = time_to_99(max_steps=2000)
+        r = result["time_to_99"]
+        print(f"time to 99%: {r['seconds']:.1f} s, {r['steps']} steps, accuracy {r['accuracy']}")
+    meta["load_average_after"] = load_average()
+    meta["seconds"] = time.perf_counter() - t0
+    print("\ntarget                              measured  bound  met")
+    for t in found:
+        print(f"{t['name']:35s} {t['measured']:8.2f}  {t['bound']:5.1f}  {t['met']}")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nsaved {out_path}")
+
+
+if __name__ == "__main__":
+    main()
