@@ -21,21 +21,37 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
     ``temperature`` must be > 0; ``float('inf')`` gives the uniform distribution.
     ``overwrite_x=True`` lets a NumPy ``x`` be reused for the result (as SciPy's
     ``overwrite_a``): one array of x's shape less; other libraries ignore it.
+
+    The math is ``stable_softmax``; this function checks the input, divides by the
+    temperature, and sends a large NumPy array to the fast path beside it, which
+    runs ``stable_softmax`` on cache-sized blocks of rows (chapter 9).
     """
     xp = _checks.namespace(x, names=("x",))
     _checks.axis_length(x, axis, "x")
     temperature = _checks.positive_temperature(temperature)
-    if _in_row_blocks(x, axis):  # a large NumPy array: this function, on blocks of rows
+    if _in_row_blocks(x, axis):  # fast path: the same function on blocks of rows
         return _softmax_row_blocks(x, temperature, overwrite_x)
-    if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
-        x = xp.where(xp.isfinite(x), 0.0, x)  # keep -inf (masked) and NaN as they are
-    elif temperature != 1.0:
-        x = x / temperature
+    return stable_softmax(_divide_by_temperature(x, temperature, xp), axis, overwrite_x)
+
+
+def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
+    """exp(x − m) / Σ_j exp(x_j − m), m = the row maximum: the softmax at T = 1.
+
+    Subtracting m changes nothing mathematically (it cancels between numerator
+    and denominator) and keeps every exp(·) ≤ 1. No checks: call ``softmax``.
+    """
+    xp = array_namespace(x)
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, 0.0, m)  # all -inf row: keep exp(-inf) = 0
     e = _exp_minus(x, m, overwrite_x)  # exp(x - m), the one array of x's shape
     z = xp.sum(e, axis=axis, keepdims=True)  # the partition function, shifted
     return _divide(e, xp.where(z == 0.0, 1.0, z))
+
+
+def _divide_by_temperature(x, temperature, xp):
+    if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
+        return xp.where(xp.isfinite(x), 0.0, x)  # keep -inf (masked) and NaN as they are
+    return x if temperature == 1.0 else x / temperature
 
 
 _BLOCK_BYTES = 2**20  # rows that stay in a core's cache
@@ -65,7 +81,8 @@ def _softmax_row_blocks(x, temperature, overwrite_x: bool):
         block = out[i : i + step]
         if not overwrite_x:
             block[...] = rows[i : i + step]
-        p = softmax(block, temperature=temperature, overwrite_x=True)
+        x_t = _divide_by_temperature(block, temperature, np)
+        p = stable_softmax(x_t, axis=-1, overwrite_x=True)
         if p is not block:  # a temperature made a new array
             block[...] = p
 
