@@ -55,7 +55,7 @@ class MultiHeadParams(_Params):
     W_Q, W_K: (n_heads, d_model, d_k)   W_V: (n_heads, d_model, d_v)
     W_O: (n_heads * d_v, d_model)
     b_Q, b_K: (n_heads, d_k)   b_V: (n_heads, d_v)   b_O: (d_model,)
-    The paper has no biases; ``torch.nn.MultiheadAttention`` has them by default.
+    The paper writes no biases; ``torch.nn.MultiheadAttention`` has them by default.
     """
 
     W_Q: object
