@@ -216,7 +216,8 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
                              block_size=(512, 512), threads=None):
     """The gradients of ``tiled_attention`` without the n_q × n_k matrix: each tile of
     weights is recomputed from the forward's row log-sum-exp, P_ij = exp(S_ij − lse_i),
-    as FlashAttention's backward does (Dao et al. 2022).
+    as FlashAttention's backward recomputes it (Dao et al. 2022 save each row's maximum
+    and sum, which give the log-sum-exp; FlashAttention-2 saves the log-sum-exp itself).
 
     The reference backward's equations, tile by tile (dO = grad_output):
 
