@@ -143,7 +143,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return weights @ v, weights  # (..., n_q, d_v)
 
 
-def scaled_dot_product_attention_backward(q, k, v, grad_output, mask=None):
+def scaled_dot_product_attention_backward(q, k, v, grad_output, mask=None, weights=None):
     """The gradients of Attention(Q, K, V) = P V, P = softmax(S), S = Q Kᵀ / √d_k.
 
     With dO = ∂L/∂output, row by row (the forward's P is recomputed, not stored):
@@ -157,12 +157,15 @@ def scaled_dot_product_attention_backward(q, k, v, grad_output, mask=None):
     A masked score has P = 0, hence dS = 0: it passes no gradient, and a query whose
     keys are all masked gets zero, finite gradients. Arrays that the forward
     broadcast get the sum over their copies. mask: as in the forward (the float
-    mask is a constant: no gradient).
+    mask is a constant: no gradient). weights: the forward's P, when the caller has
+    it already (``multi_head_attention_backward`` does); by default recomputed.
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
     check_qkv(q, k, v)
     _checks.namespace(q, grad_output, names=("q", "grad_output"))
-    _, p = scaled_dot_product_attention(q, k, v, mask)       # P, (..., n_q, n_k)
+    if weights is None:
+        _, weights = scaled_dot_product_attention(q, k, v, mask)
+    p = weights                                              # P, (..., n_q, n_k)
     expected = (*p.shape[:-1], v.shape[-1])
     _checks.same(tuple(grad_output.shape), expected,
                  f"grad_output must have the output's shape {expected}, got "

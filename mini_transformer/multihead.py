@@ -83,13 +83,13 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
     m = x if memory is None else memory
     q = _project(x, p.W_Q, p.b_Q)                            # (..., h, n_q, d_k)
     k, v = key_values(m, p)                                  # (..., h, n_k, d_k), (..., h, n_k, d_v)
-    heads, _ = scaled_dot_product_attention(q, k, v, _heads_mask(mask))
-    concat = xp.reshape(xp.moveaxis(heads, -3, -2), (*heads.shape[:-3], heads.shape[-2], -1))
+    heads, weights = scaled_dot_product_attention(q, k, v, _heads_mask(mask))
+    concat = _concat_heads(heads)                            # (..., n_q, h * d_v)
     grad_concat = grad_output @ p.W_O.T                      # (..., n_q, h * d_v)
     grad_heads = xp.moveaxis(
         xp.reshape(grad_concat, (*grad_concat.shape[:-1], p.n_heads, p.d_v)), -2, -3)
     grad_q, grad_k, grad_v = scaled_dot_product_attention_backward(
-        q, k, v, grad_heads, _heads_mask(mask))              # (..., h, n, d) each
+        q, k, v, grad_heads, _heads_mask(mask), weights=weights)  # (..., h, n, d) each
     grad_x = _project_backward(x, p.W_Q, grad_q)
     grad_m = _project_backward(m, p.W_K, grad_k) + _project_backward(m, p.W_V, grad_v)
     grads = dataclasses.replace(
@@ -106,15 +106,35 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
     return grad_x, grad_m, grads
 
 
+def _concat_heads(a):
+    """(..., h, n, d) -> (..., n, h·d): the heads side by side, as Concat(head_1, ..., head_h)."""
+    xp = array_namespace(a)
+    return xp.reshape(xp.moveaxis(a, -3, -2), (*a.shape[:-3], a.shape[-2], -1))
+
+
 def _project_backward(x, W, grad):
-    """∂L/∂x of ``_project``: Σ_i grad_i W_iᵀ, back to x's shape (..., n, d_model)."""
+    """∂L/∂x of ``_project``: Σ_i grad_i W_iᵀ, back to x's shape (..., n, d_model).
+
+    The sum over heads is one matrix product: Concat_i(grad_i) [W_1ᵀ; ...; W_hᵀ]."""
     xp = array_namespace(grad)
-    return sum_to(xp.sum(grad @ W.mT, axis=-3), x.shape)
+    W_stacked = xp.reshape(W.mT, (-1, W.shape[-2]))          # (h·d, d_model)
+    return sum_to(_rows_matmul(_concat_heads(grad), W_stacked), x.shape)
 
 
 def _heads_outer(x, grad):
-    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i, (h, d_model, d)."""
-    return sum_to(x[..., None, :, :].mT @ grad, (grad.shape[-3], x.shape[-1], grad.shape[-1]))
+    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i, (h, d_model, d),
+    as one matrix product xᵀ Concat_i(grad_i) over all rows."""
+    xp = array_namespace(grad)
+    h, d = grad.shape[-3], grad.shape[-1]
+    x = xp.broadcast_to(x, (*grad.shape[:-3], *x.shape[-2:]))  # (..., n, d_model)
+    outer = _rows_outer(x, _concat_heads(grad))              # (d_model, h·d)
+    return xp.moveaxis(xp.reshape(outer, (x.shape[-1], h, d)), 1, 0)
+
+
+def _rows_matmul(a, W):
+    """a @ W for a (..., d_in) and a matrix W, as one product over all rows."""
+    xp = array_namespace(a)
+    return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1]))
 
 
 def _check(x, p, mask, memory, k=None, v=None, grad_output=None):

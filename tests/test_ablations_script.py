@@ -1,0 +1,61 @@
+"""benchmarks/ablations.py runs on its tiny setting and writes what chapter 14 reads."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+
+def test_ablations_quick(tmp_path):
+    import ablations
+
+    out = tmp_path / "ablations.json"
+    ablations.main(["--quick", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["meta"]["quick"] is True and result["meta"]["total_s"] > 0
+    assert set(result["experiments"]) == {"scale", "scale_dk8", "layernorm", "smoothing"}
+    for name, exp in result["experiments"].items():
+        cfg = exp["config"]
+        expected = {(s, seed) for s in cfg["settings"] for seed in cfg["seeds"]}
+        assert {(r["setting"], r["seed"]) for r in exp["runs"]} == expected, name
+        for r in exp["runs"]:
+            assert len(r["loss"]) == len(r["lr"]) == cfg["steps"] and not r["diverged"]
+            assert all(math.isfinite(x) and x > 0 for x in r["loss"])
+            assert r["eval_steps"][-1] == cfg["steps"] and len(r["evals"]) == len(r["eval_steps"])
+            for e in [r["initial"], *r["evals"]]:
+                assert 0 <= e["accuracy"] <= 1
+                assert 0 < e["confidence"] <= 1 and 1 <= e["perplexity"] < 1e3
+                assert math.isclose(e["perplexity"], math.exp(e["nll"]), rel_tol=1e-6)
+                assert 0 < e["max_weight_enc0"] <= 1
+    # Something real about the numbers: without the scale, the softmax of a random model is
+    # sharper; a run "without warm-up" starts at the schedule's peak, the warm-up run below it;
+    # the first loss of a run is near ln V (a random model guesses).
+    runs = {(r["setting"], r["seed"]): r for r in result["experiments"]["scale"]["runs"]}
+    for seed in result["experiments"]["scale"]["config"]["seeds"]:
+        assert (runs["unscaled", seed]["initial"]["max_weight_enc0"]
+                > runs["scaled", seed]["initial"]["max_weight_enc0"])
+    ln = {r["setting"]: r for r in result["experiments"]["layernorm"]["runs"]}
+    cfg = result["experiments"]["layernorm"]["config"]
+    peak = ablations.learning_rate(cfg["warmup"], cfg["model"]["d_model"], cfg["warmup"])
+    assert math.isclose(ln["post-LN, no warm-up"]["lr"][0], peak)
+    assert ln["post-LN, warm-up"]["lr"][0] < peak / 2
+    for exp in result["experiments"].values():
+        for r in exp["runs"]:
+            assert abs(r["loss"][0] - math.log(ablations.VOCAB)) < 1.5
+
+
+def test_unscaled_attention_cancels_the_scale():
+    import ablations
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, 5, 16)) for _ in range(3))
+    out, weights = ablations.unscaled_attention(q, k, v)
+    expected = np.exp(q @ k.transpose(0, 2, 1))
+    expected /= expected.sum(-1, keepdims=True)
+    assert np.allclose(weights, expected, rtol=1e-12, atol=1e-15)
+    assert np.allclose(out, expected @ v, rtol=1e-12)
