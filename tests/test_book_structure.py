@@ -4,6 +4,8 @@
 - every page in ``book/`` is in ``_toc.yml`` (``only_build_toc_files`` would drop it silently);
 - every notebook in ``book/`` is collected by nbval in the default ``pytest`` run;
 - Markdown pages hold no executable ``{code-cell}`` (nothing would run or check it);
+- no cell holds a control character: "\\approx" written in a non-raw Python string becomes a
+  bell and "pprox", which MathJax shows as a TeX error;
 - every code cell has a stored execution, from one top-to-bottom run in a fresh kernel;
 - no stored output holds something that changes from run to run (a memory address, a
   temporary path, a timing);
@@ -58,6 +60,20 @@ def test_every_page_in_book_is_in_the_toc():
     pages = {_rel(p) for p in NOTEBOOKS + MD_PAGES}
     missing = sorted(pages - listed)
     assert not missing, f"in book/ but not in _toc.yml (the build would drop them): {missing}"
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS + MD_PAGES, ids=_rel)
+def test_no_control_characters_in_the_sources(page):
+    if page.suffix == ".md":
+        cells = [page.read_text()]
+    else:
+        cells = ["".join(c["source"]) for c in json.loads(page.read_text())["cells"]]
+    found = [(i, m.group(), text[max(0, m.start() - 30):m.end() + 10])
+             for i, text in enumerate(cells) for m in CONTROL.finditer(text)]
+    assert not found, f"{_rel(page)}: control characters (an unescaped backslash?): {found}"
 
 
 @pytest.mark.parametrize("page", MD_PAGES, ids=_rel)
