@@ -104,16 +104,41 @@ class MultiHeadAttention(nn.Module):
         return multi_head_attention(x, self.params, mask, memory, attention=attention)
 
 
-class EncoderLayer(nn.Module):
-    """One encoder layer (post-LN by default, pre-LN with ``norm_first=True``)."""
+class _Layer(nn.Module):
+    """What the encoder and decoder layers share: built from random weights (``seed``),
+    from a params container, or from the matching ``torch.nn`` layer."""
+
+    _Params: type  # EncoderLayerParams or DecoderLayerParams
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, *,
                  norm_first: bool = False, fused: bool = False, eps: float = 1e-5,
                  seed: int = 0, device=None, dtype=None):
         super().__init__()
-        params = EncoderLayerParams.random(np.random.default_rng(seed), d_model=d_model,
-                                           n_heads=n_heads, d_ff=d_ff)
+        params = self._Params.random(np.random.default_rng(seed), d_model=d_model,
+                                     n_heads=n_heads, d_ff=d_ff)
         self._load(params, norm_first, fused, eps, device, dtype)
+
+    @classmethod
+    def from_params(cls, params, *, norm_first=False, fused=False, device=None, dtype=None):
+        module = cls.__new__(cls)
+        nn.Module.__init__(module)
+        module._load(params, norm_first, fused, params.eps, device, dtype)
+        return module
+
+    @classmethod
+    def from_torch(cls, layer, *, fused=False, **kwargs):
+        """Copy the weights (and norm_first) of a ``torch.nn.TransformerEncoderLayer``
+        (for ``EncoderLayer``) or ``torch.nn.TransformerDecoderLayer`` (``DecoderLayer``)."""
+        kwargs.setdefault("dtype", layer.linear1.weight.dtype)
+        kwargs.setdefault("device", layer.linear1.weight.device)
+        return cls.from_params(cls._Params.from_torch(layer), norm_first=layer.norm_first,
+                               fused=fused, **kwargs)
+
+
+class EncoderLayer(_Layer):
+    """One encoder layer (post-LN by default, pre-LN with ``norm_first=True``)."""
+
+    _Params = EncoderLayerParams
 
     def _load(self, params, norm_first, fused, eps, device, dtype):
         dtype = dtype or torch.get_default_dtype()
@@ -121,22 +146,6 @@ class EncoderLayer(nn.Module):
                                                         device=device, dtype=dtype)
         _load_ffn_and_norms(self, params, 2, device, dtype)
         self.norm_first, self.eps = norm_first, eps
-
-    @classmethod
-    def from_params(cls, params: EncoderLayerParams, *, norm_first=False, fused=False,
-                    device=None, dtype=None):
-        module = cls.__new__(cls)
-        nn.Module.__init__(module)
-        module._load(params, norm_first, fused, params.eps, device, dtype)
-        return module
-
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerEncoderLayer, *, fused=False, **kwargs):
-        """Copy the weights (and norm_first) of a ``torch.nn.TransformerEncoderLayer``."""
-        kwargs.setdefault("dtype", layer.linear1.weight.dtype)
-        kwargs.setdefault("device", layer.linear1.weight.device)
-        return cls.from_params(EncoderLayerParams.from_torch(layer),
-                               norm_first=layer.norm_first, fused=fused, **kwargs)
 
     @property
     def params(self) -> EncoderLayerParams:
@@ -153,19 +162,13 @@ class EncoderLayer(nn.Module):
                              attention=attention)
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """One decoder layer (post-LN by default, pre-LN with ``norm_first=True``).
 
     forward(y, memory, self_mask=None, memory_mask=None, cache=None)
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, *,
-                 norm_first: bool = False, fused: bool = False, eps: float = 1e-5,
-                 seed: int = 0, device=None, dtype=None):
-        super().__init__()
-        params = DecoderLayerParams.random(np.random.default_rng(seed), d_model=d_model,
-                                           n_heads=n_heads, d_ff=d_ff)
-        self._load(params, norm_first, fused, eps, device, dtype)
+    _Params = DecoderLayerParams
 
     def _load(self, params, norm_first, fused, eps, device, dtype):
         dtype = dtype or torch.get_default_dtype()
@@ -175,22 +178,6 @@ class DecoderLayer(nn.Module):
                                                          device=device, dtype=dtype)
         _load_ffn_and_norms(self, params, 3, device, dtype)
         self.norm_first, self.eps = norm_first, eps
-
-    @classmethod
-    def from_params(cls, params: DecoderLayerParams, *, norm_first=False, fused=False,
-                    device=None, dtype=None):
-        module = cls.__new__(cls)
-        nn.Module.__init__(module)
-        module._load(params, norm_first, fused, params.eps, device, dtype)
-        return module
-
-    @classmethod
-    def from_torch(cls, layer: nn.TransformerDecoderLayer, *, fused=False, **kwargs):
-        """Copy the weights (and norm_first) of a ``torch.nn.TransformerDecoderLayer``."""
-        kwargs.setdefault("dtype", layer.linear1.weight.dtype)
-        kwargs.setdefault("device", layer.linear1.weight.device)
-        return cls.from_params(DecoderLayerParams.from_torch(layer),
-                               norm_first=layer.norm_first, fused=fused, **kwargs)
 
     @property
     def params(self) -> DecoderLayerParams:
