@@ -217,6 +217,7 @@ class EncoderLayerParams(_Params):
     @classmethod
     def from_torch(cls, layer) -> "EncoderLayerParams":
         """Weights of a ``torch.nn.TransformerEncoderLayer`` (ReLU) as NumPy float64."""
+        _check_layer_type(layer, "TransformerEncoderLayer")
         (g1, b1), (g2, b2) = _norms_from_torch(layer.norm1, layer.norm2)
         return cls(attn=MultiHeadParams.from_torch(layer.self_attn),
                    ffn=_ffn_from_torch(layer), norm1_gamma=g1, norm1_beta=b1,
@@ -275,6 +276,7 @@ class DecoderLayerParams(_Params):
     @classmethod
     def from_torch(cls, layer) -> "DecoderLayerParams":
         """Weights of a ``torch.nn.TransformerDecoderLayer`` (ReLU) as NumPy float64."""
+        _check_layer_type(layer, "TransformerDecoderLayer")
         (g1, b1), (g2, b2), (g3, b3) = _norms_from_torch(layer.norm1, layer.norm2,
                                                          layer.norm3)
         return cls(self_attn=MultiHeadParams.from_torch(layer.self_attn),
@@ -430,6 +432,15 @@ def _norms_from_torch(*norms):
         out.append((_numpy(norm.weight) if norm.weight is not None else np.ones(d),
                     _numpy(norm.bias) if norm.bias is not None else np.zeros(d)))
     return out
+
+
+def _check_layer_type(layer, expected: str) -> None:
+    """Refuse the other kind of layer: a decoder layer read as an encoder layer would
+    silently lose its cross-attention."""
+    import torch
+
+    if not isinstance(layer, getattr(torch.nn, expected)):
+        raise ValueError(f"expected a torch.nn.{expected}, got {type(layer).__name__}")
 
 
 def _ffn_from_torch(layer) -> FeedForwardParams:

@@ -388,6 +388,12 @@ REFUSED = [
     R("interop-decoder-gelu", "interop", "a decoder layer with GELU",
       "mt.DecoderLayerParams.from_torch(torch.nn.TransformerDecoderLayer(8, 2, "
       "activation='gelu'))", "only the ReLU activation of the paper is supported"),
+    R("interop-layer-kind", "interop", "a decoder layer read as an encoder layer",
+      "mt.EncoderLayerParams.from_torch(torch.nn.TransformerDecoderLayer(8, 2))",
+      "expected a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"),
+    R("interop-layer-kind-decoder", "interop", "an encoder layer read as a decoder layer",
+      "mt.DecoderLayerParams.from_torch(torch.nn.TransformerEncoderLayer(8, 2))",
+      "expected a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
     R("interop-embedding", "interop", "an embedding of another width than the model",
       "mt.TransformerParams.from_torch(torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True), "
       "embedding=torch.nn.Embedding(10, 6))",
