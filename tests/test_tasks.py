@@ -37,3 +37,39 @@ def test_sequence_accuracy():
 def test_refusals(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- the number-words task -------------------------------------------------------
+
+from mini_transformer.tasks import is_held_out, number_words, split_numbers  # noqa: E402
+
+
+def test_number_words_by_hand():
+    pairs = number_words([0, 21, 342, 1101, 101000, 999999])
+    assert pairs == [
+        ("zero", "null"),
+        ("twenty-one", "einundzwanzig"),
+        ("three hundred and forty-two", "dreihundertzweiundvierzig"),
+        ("one thousand, one hundred and one", "eintausendeinhunderteins"),
+        ("one hundred and one thousand", "einhunderteinstausend"),  # num2words' quirk
+        ("nine hundred and ninety-nine thousand, nine hundred and ninety-nine",
+         "neunhundertneunundneunzigtausendneunhundertneunundneunzig"),
+    ]
+    assert number_words([7], "de", "en") == [("sieben", "seven")]
+
+
+def test_held_out_rule():
+    train, held = split_numbers()
+    assert len(train) + len(held) == 1_000_000
+    # the multiples of 97 from 0 to 97 * 10309 = 999,973
+    assert len(held) == 10_310 and held[0] == 0 and held[-1] == 999_973
+    assert all(n % 97 == 0 for n in held[:50]) and not np.any(train % 97 == 0)
+    assert is_held_out(194) and not is_held_out(195)
+    # every length from one digit to six
+    assert {len(str(n)) for n in held} == {1, 2, 3, 4, 5, 6}
+
+
+@pytest.mark.parametrize("bad", [-1, 1_000_000, 2.5, True])
+def test_number_words_refuses(bad):
+    with pytest.raises(ValueError, match="0..999999"):
+        number_words([bad])
