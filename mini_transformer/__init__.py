@@ -8,6 +8,7 @@ holds the ``nn.Module`` wrappers.
 
 from .attention import (apply_mask, causal_mask, padding_mask, scaled_dot_product_attention,
                         scaled_dot_product_attention_backward)
+from .bpe import BPE
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import feed_forward, feed_forward_backward
@@ -25,6 +26,7 @@ from .transformer import (count_parameters, embed, encoder_decoder, greedy_decod
 __version__ = "0.1.0"
 
 __all__ = [
+    "BPE",
     "DecoderLayerParams",
     "EncoderLayerParams",
     "FeedForwardParams",
