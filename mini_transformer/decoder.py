@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from array_api_compat import array_namespace
 
 from . import _checks
+from .dropout import dropout as drop
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
@@ -48,7 +49,7 @@ class KVCache:
 
 
 def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_first=False,
-                  attention=None, cache=None):
+                  attention=None, cache=None, dropout=None):
     """One decoder layer.
 
     Post-LN, as in the paper (norm_first=False):
@@ -63,8 +64,11 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_firs
     cache: a ``KVCache``: y holds only the newest position(s), whose queries meet
     the cached keys and values of the earlier positions and their own; a
     self_mask then broadcasts to (batch, n_tgt, t + n_tgt).
+    dropout: None, or three masks (..., n_tgt, d_model), one per sub-layer, applied
+    to its output before the residual add (§5.4).
     """
     p = params
+    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
     _check_inputs(y, memory, p, self_mask, memory_mask, 0 if cache is None else cache.length)
 
     def norm(i, h):
@@ -80,23 +84,25 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_firs
                                     attention=attention, kv=kv)[0]
 
     if norm_first:
-        y = y + self_attn(norm(1, y))
-        y = y + cross_attn(norm(2, y))
-        return y + feed_forward(norm(3, y), p.ffn)
-    y = norm(1, y + self_attn(y))
-    y = norm(2, y + cross_attn(y))
-    return norm(3, y + feed_forward(y, p.ffn))
+        y = y + drop(self_attn(norm(1, y)), m_self)
+        y = y + drop(cross_attn(norm(2, y)), m_cross)
+        return y + drop(feed_forward(norm(3, y), p.ffn), m_ffn)
+    y = norm(1, y + drop(self_attn(y), m_self))
+    y = norm(2, y + drop(cross_attn(y), m_cross))
+    return norm(3, y + drop(feed_forward(y, p.ffn), m_ffn))
 
 
 def decoder(y, memory, layers, self_mask=None, memory_mask=None, norm_first=False,
-            attention=None, caches=None):
+            attention=None, caches=None, dropout=None):
     """A stack of decoder layers (the paper uses 6), each attending to the same memory.
 
     caches: one ``KVCache`` per layer, for step-by-step decoding.
+    dropout: None, or one triple of masks per layer (``decoder_layer``).
     """
     for i, params in enumerate(layers):
         y = decoder_layer(y, memory, params, self_mask, memory_mask, norm_first, attention,
-                          None if caches is None else caches[i])
+                          None if caches is None else caches[i],
+                          dropout=None if dropout is None else dropout[i])
     return y
 
 
@@ -114,7 +120,7 @@ def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
 
 
 def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memory_mask=None,
-                           norm_first=False):
+                           norm_first=False, dropout=None):
     """The gradients of ``decoder_layer``, its three sub-layers in reverse order (the
     forward's intermediate values are recomputed). Post-LN (the paper's):
 
@@ -123,9 +129,13 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memor
         Y3 = LN₃(C),  C = Y2 + FFN(Y2)            g_C = LN₃ᵀ(g),     g_Y2 = g_C + FFNᵀ(g_C)
 
     The memory M receives gradient only through the cross-attention's keys and values.
+    With dropout masks M₁, M₂, M₃ (the forward's), A = Y + M₁ ⊙ SelfAttn(Y) and so
+    on: each sub-layer's gradient is multiplied by its mask,
+    g_Y = g_A + SelfAttnᵀ(M₁ ⊙ g_A).
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
     """
     p = params
+    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
     _check_inputs(y, memory, p, self_mask, memory_mask, 0)
 
     def norm(i, h):
@@ -143,33 +153,35 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memor
     g = grad_output
     if norm_first:  # Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), M), Y3 = Y2 + FFN(LN₃(Y2))
         n1 = norm(1, y)
-        y1 = y + self_attn(n1)
+        y1 = y + drop(self_attn(n1), m_self)
         n2 = norm(2, y1)
-        y2 = y1 + cross_attn(n2)
+        y2 = y1 + drop(cross_attn(n2), m_cross)
         n3 = norm(3, y2)
-        g_n3, g_ffn = feed_forward_backward(n3, p.ffn, g)
+        g_n3, g_ffn = feed_forward_backward(n3, p.ffn, drop(g, m_ffn))
         g_ln3, g_gamma3, g_beta3 = norm_backward(3, y2, g_n3)
         g_y2 = g + g_ln3
-        g_n2, g_memory, g_cross = multi_head_attention_backward(n2, p.cross_attn, g_y2,
-                                                                memory_mask, memory)
+        g_n2, g_memory, g_cross = multi_head_attention_backward(
+            n2, p.cross_attn, drop(g_y2, m_cross), memory_mask, memory)
         g_ln2, g_gamma2, g_beta2 = norm_backward(2, y1, g_n2)
         g_y1 = g_y2 + g_ln2
-        g_n1, _, g_self = multi_head_attention_backward(n1, p.self_attn, g_y1, self_mask)
+        g_n1, _, g_self = multi_head_attention_backward(n1, p.self_attn,
+                                                        drop(g_y1, m_self), self_mask)
         g_ln1, g_gamma1, g_beta1 = norm_backward(1, y, g_n1)
         g_y = g_y1 + g_ln1
     else:
-        a = y + self_attn(y)
+        a = y + drop(self_attn(y), m_self)
         y1 = norm(1, a)
-        b = y1 + cross_attn(y1)
+        b = y1 + drop(cross_attn(y1), m_cross)
         y2 = norm(2, b)
-        c = y2 + feed_forward(y2, p.ffn)
+        c = y2 + drop(feed_forward(y2, p.ffn), m_ffn)
         g_c, g_gamma3, g_beta3 = norm_backward(3, c, g)
-        g_ffn_y2, g_ffn = feed_forward_backward(y2, p.ffn, g_c)
+        g_ffn_y2, g_ffn = feed_forward_backward(y2, p.ffn, drop(g_c, m_ffn))
         g_b, g_gamma2, g_beta2 = norm_backward(2, b, g_c + g_ffn_y2)
         g_cross_y1, g_memory, g_cross = multi_head_attention_backward(
-            y1, p.cross_attn, g_b, memory_mask, memory)
+            y1, p.cross_attn, drop(g_b, m_cross), memory_mask, memory)
         g_a, g_gamma1, g_beta1 = norm_backward(1, a, g_b + g_cross_y1)
-        g_self_y, _, g_self = multi_head_attention_backward(y, p.self_attn, g_a, self_mask)
+        g_self_y, _, g_self = multi_head_attention_backward(
+            y, p.self_attn, drop(g_a, m_self), self_mask)
         g_y = g_a + g_self_y
     grads = dataclasses.replace(
         p, self_attn=g_self, cross_attn=g_cross, ffn=g_ffn,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from .dropout import dropout as drop
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .multihead import multi_head_attention, multi_head_attention_backward
 
 
-def encoder_layer(x, params, mask=None, norm_first=False, attention=None):
+def encoder_layer(x, params, mask=None, norm_first=False, attention=None,
+                  dropout=None):
     """One encoder layer.
 
     Post-LN, as in the paper (norm_first=False):
@@ -17,8 +19,11 @@ def encoder_layer(x, params, mask=None, norm_first=False, attention=None):
     Pre-LN (norm_first=True):
         X' = X + MultiHead(LayerNorm(X)),  X'' = X' + FFN(LayerNorm(X'))
     x: (..., n, d_model); mask as in ``multi_head_attention``.
+    dropout: None, or two masks (..., n, d_model) (``dropout.dropout_mask``), one per
+    sub-layer, applied to its output before the residual add (§5.4).
     """
     p = params
+    m_attn, m_ffn = (None, None) if dropout is None else dropout
 
     def norm1(h):
         return layer_norm(h, p.norm1_gamma, p.norm1_beta, p.eps)
@@ -30,20 +35,25 @@ def encoder_layer(x, params, mask=None, norm_first=False, attention=None):
         return multi_head_attention(h, p.attn, mask, attention=attention)[0]
 
     if norm_first:
-        x = x + attend(norm1(x))
-        return x + feed_forward(norm2(x), p.ffn)
-    x = norm1(x + attend(x))
-    return norm2(x + feed_forward(x, p.ffn))
+        x = x + drop(attend(norm1(x)), m_attn)
+        return x + drop(feed_forward(norm2(x), p.ffn), m_ffn)
+    x = norm1(x + drop(attend(x), m_attn))
+    return norm2(x + drop(feed_forward(x, p.ffn), m_ffn))
 
 
-def encoder(x, layers, mask=None, norm_first=False, attention=None):
-    """A stack of encoder layers (the paper uses 6): x -> layer_N(...layer_1(x))."""
-    for params in layers:
-        x = encoder_layer(x, params, mask, norm_first=norm_first, attention=attention)
+def encoder(x, layers, mask=None, norm_first=False, attention=None, dropout=None):
+    """A stack of encoder layers (the paper uses 6): x -> layer_N(...layer_1(x)).
+
+    dropout: None, or one pair of masks per layer (``encoder_layer``).
+    """
+    for i, params in enumerate(layers):
+        x = encoder_layer(x, params, mask, norm_first=norm_first, attention=attention,
+                          dropout=None if dropout is None else dropout[i])
     return x
 
 
-def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False):
+def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False,
+                           dropout=None):
     """The gradients of ``encoder_layer``: its lines in reverse order, each sub-layer's
     backward called on the input it saw in the forward (recomputed here).
 
@@ -54,31 +64,37 @@ def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False):
         g_B = LN₂ᵀ(g),  g_X' = g_B + FFNᵀ(g_B),  g_A = LN₁ᵀ(g_X'),  g_X = g_A + MultiHeadᵀ(g_A)
 
     where Fᵀ(g) is the vector–Jacobian product of F at the forward's input.
+    With dropout masks M (the forward's), A = X + M₁ ⊙ MultiHead(X) and so on: the
+    gradient into each sub-layer is multiplied by the same mask, e.g.
+    g_X = g_A + MultiHeadᵀ(M₁ ⊙ g_A).
     Returns (grad_x, grad_params), grad_params an ``EncoderLayerParams``.
     """
     p = params
+    m_attn, m_ffn = (None, None) if dropout is None else dropout
 
     def attend(h):
         return multi_head_attention(h, p.attn, mask)[0]
 
     if norm_first:  # X' = X + MultiHead(LN₁(X)),  X'' = X' + FFN(LN₂(X'))
         n1 = layer_norm(x, p.norm1_gamma, p.norm1_beta, p.eps)
-        x1 = x + attend(n1)
+        x1 = x + drop(attend(n1), m_attn)
         n2 = layer_norm(x1, p.norm2_gamma, p.norm2_beta, p.eps)
-        g_n2, g_ffn = feed_forward_backward(n2, p.ffn, grad_output)
+        g_n2, g_ffn = feed_forward_backward(n2, p.ffn, drop(grad_output, m_ffn))
         g_ln2, g_gamma2, g_beta2 = layer_norm_backward(x1, p.norm2_gamma, g_n2, p.eps)
         g_x1 = grad_output + g_ln2
-        g_n1, _, g_attn = multi_head_attention_backward(n1, p.attn, g_x1, mask)
+        g_n1, _, g_attn = multi_head_attention_backward(n1, p.attn, drop(g_x1, m_attn),
+                                                        mask)
         g_ln1, g_gamma1, g_beta1 = layer_norm_backward(x, p.norm1_gamma, g_n1, p.eps)
         g_x = g_x1 + g_ln1
     else:
-        a = x + attend(x)
+        a = x + drop(attend(x), m_attn)
         x1 = layer_norm(a, p.norm1_gamma, p.norm1_beta, p.eps)
-        b = x1 + feed_forward(x1, p.ffn)
+        b = x1 + drop(feed_forward(x1, p.ffn), m_ffn)
         g_b, g_gamma2, g_beta2 = layer_norm_backward(b, p.norm2_gamma, grad_output, p.eps)
-        g_ffn_x1, g_ffn = feed_forward_backward(x1, p.ffn, g_b)
+        g_ffn_x1, g_ffn = feed_forward_backward(x1, p.ffn, drop(g_b, m_ffn))
         g_a, g_gamma1, g_beta1 = layer_norm_backward(a, p.norm1_gamma, g_b + g_ffn_x1, p.eps)
-        g_attn_x, _, g_attn = multi_head_attention_backward(x, p.attn, g_a, mask)
+        g_attn_x, _, g_attn = multi_head_attention_backward(
+            x, p.attn, drop(g_a, m_attn), mask)
         g_x = g_a + g_attn_x
     grads = dataclasses.replace(p, attn=g_attn, ffn=g_ffn,
                                 norm1_gamma=g_gamma1, norm1_beta=g_beta1,

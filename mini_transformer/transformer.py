@@ -12,6 +12,7 @@ from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy
 from . import _checks
 from .attention import as_mask, causal_mask
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .dropout import DropoutMasks, dropout
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import _rows_outer
 from .layernorm import layer_norm, layer_norm_backward
@@ -39,7 +40,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
 
 
 def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
-                    norm_first=False, attention=None):
+                    norm_first=False, attention=None, dropout=None):
     """memory = Encoder(src), output = Decoder(tgt, memory), each stack followed by
     its final LayerNorm where the params have one: what ``torch.nn.Transformer``
     computes.
@@ -49,15 +50,18 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     tgt_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
     memory_mask: broadcast to (batch, n_tgt, n_src), the cross-attention
     Bool masks are True where a query may attend (torch's are the opposite).
+    dropout: None, or ``DropoutMasks`` for the sub-layers of both stacks.
     Returns (..., n_tgt, d_model).
     """
     _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask)
-    memory = _encode(src, params, src_mask, norm_first, attention)
-    return _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention)
+    enc, dec = (None, None) if dropout is None else (dropout.encoder, dropout.decoder)
+    memory = _encode(src, params, src_mask, norm_first, attention, enc)
+    return _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
+                   dropout=dec)
 
 
 def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
-                norm_first=False, attention=None):
+                norm_first=False, attention=None, p_drop=0.0, rng=None):
     """The scores (logits) of the next token at every target position.
 
     X = Embed(src_tokens), Y = Embed(tgt_tokens), H = EncoderDecoder(X, Y),
@@ -66,14 +70,20 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     src_mask: a key mask broadcast to (batch, 1, n_src), e.g. ``padding_mask``; it
     serves the encoder and the cross-attention. The target's self-attention is
     always causal; a tgt_mask (e.g. target padding) is combined with it.
+    p_drop, rng: training with dropout (§5.4) on the embedded inputs and every
+    sub-layer's output, masks drawn from ``rng`` (``DropoutMasks.draw``); the
+    default p_drop = 0 is evaluation, no dropout.
     Returns (..., n_tgt, vocab_size).
     """
     E = _embedding(params)
     x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
     y = embed(tgt_tokens, E, name="tgt_tokens")         # (..., n_tgt, d_model)
     _check_src_mask(src_mask, x)
+    masks = DropoutMasks.draw(rng, p_drop, params, x, y)
+    if masks is not None:
+        x, y = dropout(x, masks.src), dropout(y, masks.tgt)
     h = encoder_decoder(x, y, params, src_mask, _and_causal(tgt_mask, y), src_mask,
-                        norm_first, attention)          # (..., n_tgt, d_model)
+                        norm_first, attention, masks)   # (..., n_tgt, d_model)
     return h @ E.T                                      # (..., n_tgt, vocab_size)
 
 
@@ -124,14 +134,16 @@ def count_parameters(params) -> int:
     return sum(math.prod(a.shape) for a in arrays.values())
 
 
-def _encode(src, params, src_mask, norm_first, attention):
-    memory = encoder(src, params.encoder_layers, src_mask, norm_first, attention)
+def _encode(src, params, src_mask, norm_first, attention, dropout=None):
+    memory = encoder(src, params.encoder_layers, src_mask, norm_first, attention,
+                     dropout)
     return _final_norm(memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps)
 
 
-def _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention, caches=None):
+def _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
+            caches=None, dropout=None):
     out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, norm_first,
-                  attention, caches)
+                  attention, caches, dropout)
     return _final_norm(out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
 
 
@@ -217,7 +229,8 @@ def _check_decoding(max_len, bos, eos, vocab):
 
 
 def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ignore_index=None,
-                   src_mask=None, tgt_mask=None, norm_first=False):
+                   src_mask=None, tgt_mask=None, norm_first=False, p_drop=0.0,
+                   rng=None):
     """The training loss and its gradient for every array of ``params``.
 
     loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): the
@@ -225,7 +238,8 @@ def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ign
     ``*_backward`` recomputing what it needs from its input. The memory feeds every
     decoder layer, so its gradient is the sum of theirs. The tied embedding E is used
     three times (source, target, output projection): its gradient is the sum of three.
-    Masks and ``norm_first`` as in ``transformer``.
+    Masks, ``norm_first`` and dropout (p_drop, rng) as in ``transformer``: the same
+    rng state draws the same masks, and the backward multiplies by them too.
     Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
     """
     E = _embedding(params)
@@ -233,17 +247,22 @@ def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ign
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
     y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
     _check_src_mask(src_mask, x)
+    masks = DropoutMasks.draw(rng, p_drop, params, x, y)
+    m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
+                              (None,) * len(params.decoder_layers))
+    x, y = dropout(x, m.src), dropout(y, m.tgt)
     self_mask = _and_causal(tgt_mask, y)
     _check_embedded(x, y, params, src_mask, self_mask, src_mask)
     # Forward, keeping the input of every layer.
     xs = [x]
-    for layer in params.encoder_layers:
-        xs.append(encoder_layer(xs[-1], layer, src_mask, norm_first))
+    for layer, drop in zip(params.encoder_layers, m.encoder):
+        xs.append(encoder_layer(xs[-1], layer, src_mask, norm_first, dropout=drop))
     memory = _final_norm(xs[-1], params.encoder_norm_gamma, params.encoder_norm_beta,
                          params.eps)
     ys = [y]
-    for layer in params.decoder_layers:
-        ys.append(decoder_layer(ys[-1], memory, layer, self_mask, src_mask, norm_first))
+    for layer, drop in zip(params.decoder_layers, m.decoder):
+        ys.append(decoder_layer(ys[-1], memory, layer, self_mask, src_mask, norm_first,
+                                dropout=drop))
     h = _final_norm(ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
     logits = h @ E.T                                     # (..., n_tgt, vocab_size)
     loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
@@ -252,15 +271,19 @@ def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ign
     g_E = _rows_outer(g_logits, h)                       # (vocab_size, d_model): logits = h Eᵀ
     g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_logits @ E)
     g_memory, dec_grads = 0.0, []
-    for layer, y_in in zip(reversed(params.decoder_layers), reversed(ys[:-1])):
+    for layer, y_in, drop in zip(reversed(params.decoder_layers), reversed(ys[:-1]),
+                                 reversed(m.decoder)):
         g_y, g_m, grads = decoder_layer_backward(y_in, memory, layer, g_y, self_mask,
-                                                 src_mask, norm_first)
+                                                 src_mask, norm_first, dropout=drop)
         g_memory, dec_grads = g_memory + g_m, [grads, *dec_grads]
     g_x, g_enc_norm = _final_norm_backward(xs[-1], params, "encoder", g_memory)
     enc_grads = []
-    for layer, x_in in zip(reversed(params.encoder_layers), reversed(xs[:-1])):
-        g_x, grads = encoder_layer_backward(x_in, layer, g_x, src_mask, norm_first)
+    for layer, x_in, drop in zip(reversed(params.encoder_layers), reversed(xs[:-1]),
+                                 reversed(m.encoder)):
+        g_x, grads = encoder_layer_backward(x_in, layer, g_x, src_mask, norm_first,
+                                            dropout=drop)
         enc_grads = [grads, *enc_grads]
+    g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
     g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
            + _embedding_backward(tgt_in, g_y * sqrt_d, E))
     grads = dataclasses.replace(params, embedding=g_E, encoder_layers=tuple(enc_grads),
