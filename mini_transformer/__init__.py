@@ -8,6 +8,7 @@ holds the ``nn.Module`` wrappers.
 
 from .attention import (apply_mask, causal_mask, padding_mask, scaled_dot_product_attention,
                         scaled_dot_product_attention_backward)
+from .beam import beam_search, length_penalty
 from .bpe import BPE
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
 from .encoder import encoder, encoder_layer, encoder_layer_backward
@@ -34,6 +35,7 @@ __all__ = [
     "MultiHeadParams",
     "TransformerParams",
     "apply_mask",
+    "beam_search",
     "causal_mask",
     "count_parameters",
     "cross_entropy",
@@ -52,6 +54,7 @@ __all__ = [
     "key_values",
     "layer_norm",
     "layer_norm_backward",
+    "length_penalty",
     "log_sum_exp",
     "loss_and_grads",
     "multi_head_attention",
