@@ -195,7 +195,7 @@ def temperature_explorer(name: str, scores, *, marks=None, default: float = 1.0,
                   for k, t in marks.items()],
         "default": index[float(f"{default:.4g}")],
     }
-    title = "Softmax weights of one row of scores as the temperature \u03c4 changes"
+    title = "Softmax weights of one row of scores as the temperature T changes"
     return Explorer("temperature", name, title, data,
                     f"{len(scores)} scores, {len(taus)} temperatures "
                     f"from {taus[0]:g} to {taus[-1]:g}")
@@ -302,14 +302,16 @@ def static_figure(explorer: Explorer):
         ax1.invert_yaxis()
         ax1.set_xlim(0, 1)
         ax1.set_xlabel("weight")
-        ax1.set_title(f"weights at \u03c4 = {taus[i]:g}")
+        ax1.set_title(f"weights at T = {taus[i]:g}")
         ax2.semilogx(taus, d["entropy"], color="#3a6fb0")
         ax2.plot(taus[i], d["entropy"][i], "o", color="#e67e22")
         for m in d["marks"]:
             ax2.axvline(taus[m["index"]], color="#c0392b", ls="--", lw=1)
             ax2.annotate(m["label"], (taus[m["index"]], 0.05), xytext=(3, 0),
                          textcoords="offset points", fontsize=8)
-        ax2.set_xlabel("temperature \u03c4 (log scale)")
+        ticks = [0.05, 0.1, 0.5, 1, 2, 5, 10, 20]
+        ax2.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax2.set_xlabel("temperature T (log scale)")
         ax2.set_ylabel("entropy H (nats)")
         ax2.set_title("entropy of the weights")
         return fig
