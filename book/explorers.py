@@ -54,6 +54,7 @@ CSS = """
 .mtx-rotation { display: flex; flex-wrap: wrap; gap: 16px; align-items: center; }
 .mtx-rot-text { font-family: ui-monospace, monospace; }
 .mtx-rot-title { font-weight: 600; }
+.mtx-matrix { margin: 4px 0; }
 .mtx-matrix td { border: 1px solid #bbc; padding: 2px 8px; text-align: right; }
 .mtx-circle { width: 150px; height: 150px; }
 .mtx-unit { fill: none; stroke: #888; stroke-width: 0.02; }
