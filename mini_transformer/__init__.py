@@ -10,6 +10,7 @@ from .attention import (apply_mask, causal_mask, padding_mask, scaled_dot_produc
                         scaled_dot_product_attention_backward)
 from .beam import beam_search, length_penalty
 from .bpe import BPE
+from .checkpoint import average_params
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import feed_forward, feed_forward_backward
@@ -21,6 +22,7 @@ from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
 from .positional import positional_encoding
 from .softmax import log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
+from .translation import corpus_bleu, corpus_chrf, exact_match, translate
 from .transformer import (count_parameters, embed, encoder_decoder, greedy_decode,
                           loss_and_grads, transformer)
 
@@ -68,4 +70,9 @@ __all__ = [
     "tiled_attention",
     "tiled_attention_backward",
     "transformer",
+    "translate",
+    "average_params",
+    "corpus_bleu",
+    "corpus_chrf",
+    "exact_match",
 ]

@@ -331,6 +331,21 @@ class TransformerParams(_Params):
     def vocab_size(self) -> int:
         return self.embedding.shape[0]
 
+    def save(self, path) -> None:
+        """Write these params (NumPy arrays) to an ``.npz`` file, no pickle:
+        ``TransformerParams.load(path)`` gives them back bit for bit."""
+        from .checkpoint import save_params
+
+        save_params(self, path)
+
+    @classmethod
+    def load(cls, path) -> "TransformerParams":
+        """Params written by ``save``, as NumPy arrays; a truncated, corrupted or
+        mismatched file raises ValueError saying what is wrong."""
+        from .checkpoint import load_params
+
+        return load_params(path, cls)
+
     @classmethod
     def random(cls, rng, *, vocab_size: int, d_model: int, n_heads: int,
                d_ff: int | None = None, n_layers: int = 6):

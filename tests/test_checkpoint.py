@@ -1,0 +1,110 @@
+"""Checkpoints: an exact .npz round trip, files refused with a message naming the
+problem, and §6.1's averaging checked by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import zipfile
+
+import numpy as np
+import pytest
+
+import mini_transformer as mt
+from mini_transformer.optim import tree_leaves
+
+
+def params(seed=0, **kw):
+    sizes = dict(vocab_size=11, d_model=8, n_heads=2, d_ff=16, n_layers=2) | kw
+    return mt.TransformerParams.random(np.random.default_rng(seed), **sizes)
+
+
+def test_save_load_is_exact(tmp_path):
+    p = params()
+    p = dataclasses.replace(  # final norms and another eps, to round-trip too
+        p, encoder_norm_gamma=np.ones(8), encoder_norm_beta=np.zeros(8),
+        decoder_norm_gamma=np.ones(8), decoder_norm_beta=np.zeros(8), eps=1e-6)
+    p.save(tmp_path / "m.npz")
+    q = mt.TransformerParams.load(tmp_path / "m.npz")
+    assert len(tree_leaves(q)) == len(tree_leaves(p)) == 1 + 2 * 16 + 2 * 26 + 4
+    for a, b in zip(tree_leaves(p), tree_leaves(q)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert q.eps == 1e-6 and q.decoder_layers[1].eps == p.decoder_layers[1].eps
+    # the model computes the same thing
+    src, tgt = np.array([[3, 4, 5]]), np.array([[1, 6]])
+    assert np.array_equal(mt.transformer(src, tgt, p), mt.transformer(src, tgt, q))
+
+
+def test_float32_stays_float32(tmp_path):
+    p = params().map(lambda a: a.astype(np.float32))
+    p.save(tmp_path / "m.npz")
+    q = mt.TransformerParams.load(tmp_path / "m.npz")
+    assert all(a.dtype == np.float32 and np.array_equal(a, b)
+               for a, b in zip(tree_leaves(q), tree_leaves(p)))
+
+
+def test_no_final_norms_stay_none(tmp_path):
+    p = params(n_layers=1)
+    p.save(tmp_path / "m.npz")
+    q = mt.TransformerParams.load(tmp_path / "m.npz")
+    assert q.encoder_norm_gamma is None and q.decoder_norm_beta is None
+
+
+def test_load_refuses_bad_files(tmp_path):
+    path = tmp_path / "m.npz"
+    params().save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])                 # truncated
+    with pytest.raises(ValueError, match="not a readable .npz checkpoint"):
+        mt.TransformerParams.load(path)
+    path.write_bytes(data[:100] + b"\0" * 50 + data[150:])  # corrupted
+    with pytest.raises(ValueError, match="not a readable .npz checkpoint"):
+        mt.TransformerParams.load(path)
+    np.savez(path, x=np.zeros(3))                            # another npz
+    with pytest.raises(ValueError, match="no mini_transformer header"):
+        mt.TransformerParams.load(path)
+    # mismatched: one array of another shape, one array missing
+    with np.load(_saved(tmp_path)) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["decoder_layers.1.ffn.W_2"] = np.zeros((16, 9))
+    np.savez(path, **arrays)
+    msg = r"decoder_layers.1.ffn.W_2 has shape \(16, 9\), expected \(16, 8\)"
+    with pytest.raises(ValueError, match=msg):
+        mt.TransformerParams.load(path)
+    del arrays["encoder_layers.0.attn.b_V"]
+    arrays["decoder_layers.1.ffn.W_2"] = np.zeros((16, 8))
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=r"missing \['encoder_layers.0.attn.b_V'\]"):
+        mt.TransformerParams.load(path)
+
+
+def _saved(tmp_path):
+    path = tmp_path / "good.npz"
+    params().save(path)
+    return path
+
+
+def test_saved_file_needs_no_pickle(tmp_path):
+    params().save(tmp_path / "m.npz")
+    with zipfile.ZipFile(tmp_path / "m.npz") as z:
+        assert "__header__.npy" in z.namelist()
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as f:
+        assert all(f[k].dtype != object for k in f.files)
+
+
+def test_average_params_by_hand():
+    a, b, c = params(0), params(1), params(2)
+    avg = mt.average_params([a, b, c])
+    for x, y, z, m in zip(*(tree_leaves(p) for p in (a, b, c, avg))):
+        np.testing.assert_allclose(m, (x + y + z) / 3, rtol=0, atol=1e-15)
+    # one checkpoint averages to itself
+    assert all(np.array_equal(x, y)
+               for x, y in zip(tree_leaves(mt.average_params([a])), tree_leaves(a)))
+
+
+def test_average_params_refuses_other_layouts():
+    with pytest.raises(ValueError, match="one layout"):
+        mt.average_params([params(0), params(1, d_ff=32)])
+    with pytest.raises(ValueError, match="one layout"):
+        mt.average_params([params(0), params(1, n_layers=1)])
+    with pytest.raises(ValueError, match="at least one"):
+        mt.average_params([])
