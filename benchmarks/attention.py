@@ -13,7 +13,7 @@ mark (VmHWM, reset through /proc/self/clear_refs; memory the allocator reuses
 from its own heap is not seen, so small buffers can read as 0). Configurations
 whose naive T×T matrices would exceed --mem-cap-gib are skipped, and say so.
 Results (with `uptime`'s load averages before and after) go to a JSON file that
-chapter 9 plots.
+chapter 12 plots.
 """
 
 from __future__ import annotations

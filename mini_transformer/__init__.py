@@ -6,8 +6,13 @@ tensors on any device, through the Array API (``array-api-compat``).
 holds the ``nn.Module`` wrappers.
 """
 
-from .attention import (apply_mask, causal_mask, padding_mask, scaled_dot_product_attention,
-                        scaled_dot_product_attention_backward)
+from .attention import (
+    apply_mask,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+)
 from .beam import beam_search, length_penalty
 from .bpe import BPE
 from .checkpoint import average_params

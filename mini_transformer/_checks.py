@@ -71,7 +71,8 @@ def non_empty(n: int, name: str, shape) -> None:
 
 
 def features(a, d_model: int, name: str) -> None:
-    """``a`` checked to be a non-empty sequence (..., n, d_model) of ``d_model`` features."""
+    """``a`` checked to be a non-empty sequence (..., n, d_model) of d_model features.
+    """
     rank_at_least(a, 2, name, "(..., n, d_model)")
     non_empty(a.shape[-2], name, a.shape)
     same(a.shape[-1], d_model,
@@ -85,7 +86,9 @@ def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
         return
     shape = tuple(mask.shape) if hasattr(mask, "shape") else tuple(np.shape(mask))
     if broadcast_shape(shape, target) != target:
-        raise ValueError(f"{name} of shape {shape} does not broadcast to {layout} = {target}")
+        raise ValueError(
+            f"{name} of shape {shape} does not broadcast to {layout} = {target}"
+        )
 
 
 def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
@@ -93,7 +96,8 @@ def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
     batch = broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     if batch is None:
         raise ValueError(
-            f"the batch axes of {a_name} {tuple(a.shape)} and {b_name} {tuple(b.shape)} "
+            f"the batch axes of {a_name} {tuple(a.shape)} "
+            f"and {b_name} {tuple(b.shape)} "
             "do not broadcast"
         )
     return batch
@@ -107,7 +111,9 @@ def same(a: int, b: int, what: str) -> None:
 def positive_temperature(temperature) -> float:
     """``temperature`` as a float, checked to be a real number > 0 (``inf`` allowed)."""
     try:
-        if getattr(temperature, "ndim", 0) != 0 or isinstance(temperature, (str, bytes)):
+        if getattr(temperature, "ndim", 0) != 0 or isinstance(
+            temperature, (str, bytes)
+        ):
             raise TypeError
         t = float(temperature)
     except (TypeError, ValueError, RuntimeError, NotImplementedError):

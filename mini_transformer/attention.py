@@ -27,7 +27,9 @@ def causal_mask(n_q: int, n_k: int | None = None):
     n_k = n_q if n_k is None else n_k
     for name, n in (("n_q", n_q), ("n_k", n_k)):
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"causal_mask needs {name} to be an integer >= 1, got {n!r}")
+            raise ValueError(
+                f"causal_mask needs {name} to be an integer >= 1, got {n!r}"
+            )
     return np.tril(np.ones((n_q, n_k), dtype=bool))
 
 
@@ -88,7 +90,8 @@ def as_mask(mask, like, shape, xp):
 
 
 def apply_mask(scores, mask):
-    """scores where a bool mask is True, ``-inf`` elsewhere; or scores + a float mask."""
+    """scores where a bool mask is True, ``-inf`` elsewhere; or scores + a float mask.
+    """
     if mask is None:
         return scores
     xp = _checks.namespace(scores, names=("scores",))
@@ -104,12 +107,16 @@ def check_qkv(q, k, v):
     for name, a in (("q", q), ("k", k), ("v", v)):
         _checks.rank_at_least(a, 2, name, "(..., n, d)")
     _checks.same(
-        q.shape[-1], k.shape[-1],
-        f"q and k must share the feature size d_k: q {tuple(q.shape)}, k {tuple(k.shape)}",
+        q.shape[-1],
+        k.shape[-1],
+        "q and k must share the feature size d_k: "
+        f"q {tuple(q.shape)}, k {tuple(k.shape)}",
     )
     _checks.same(
-        k.shape[-2], v.shape[-2],
-        f"k and v must have the same length n_k: k {tuple(k.shape)}, v {tuple(v.shape)}",
+        k.shape[-2],
+        v.shape[-2],
+        "k and v must have the same length n_k: "
+        f"k {tuple(k.shape)}, v {tuple(v.shape)}",
     )
     _checks.non_empty(q.shape[-2], "q", q.shape)
     _checks.non_empty(k.shape[-2], "k", k.shape)
@@ -139,11 +146,14 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     """
     check_qkv(q, k, v)
     scores = (q / math.sqrt(q.shape[-1])) @ k.mT  # (..., n_q, n_k); scale the smaller q
-    weights = softmax(apply_mask(scores, mask), axis=-1, overwrite_x=True)  # scores are ours
+    # scores are ours
+    weights = softmax(apply_mask(scores, mask), axis=-1, overwrite_x=True)
     return weights @ v, weights  # (..., n_q, d_v)
 
 
-def scaled_dot_product_attention_backward(q, k, v, grad_output, mask=None, weights=None):
+def scaled_dot_product_attention_backward(
+    q, k, v, grad_output, mask=None, weights=None
+):
     """The gradients of Attention(Q, K, V) = P V, P = softmax(S), S = Q Kᵀ / √d_k.
 
     With dO = ∂L/∂output, row by row (the forward's P is recomputed, not stored):

@@ -33,7 +33,7 @@ class KVCache:
 
     def extend(self, y, params):
         """The cached (K, V) with the rows of the new positions ``y`` appended."""
-        k, v = key_values(y, params)                   # (..., h, n, d_k), (..., h, n, d_v)
+        k, v = key_values(y, params)  # (..., h, n, d_k), (..., h, n, d_v)
         if self.self_kv is not None:
             xp = array_namespace(k)
             k = xp.concat([self.self_kv[0], k], axis=-2)  # (..., h, t + n, d_k)
@@ -60,7 +60,7 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_firs
     memory enters the cross-attention as it is.
     y: (..., n_tgt, d_model)   memory: (..., n_src, d_model), the encoder's output
     self_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
-    memory_mask: broadcast to (batch, n_tgt, n_src), e.g. ``padding_mask(lengths, n_src)``
+    memory_mask: broadcast to (batch, n_tgt, n_src), e.g. padding_mask(lengths, n_src)
     cache: a ``KVCache``: y holds only the newest position(s), whose queries meet
     the cached keys and values of the earlier positions and their own; a
     self_mask then broadcasts to (batch, n_tgt, t + n_tgt).
@@ -69,14 +69,20 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_firs
     """
     p = params
     m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
-    _check_inputs(y, memory, p, self_mask, memory_mask, 0 if cache is None else cache.length)
+    _check_inputs(
+        y, memory, p, self_mask, memory_mask, 0 if cache is None else cache.length
+    )
 
     def norm(i, h):
-        return layer_norm(h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps)
+        return layer_norm(
+            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
+        )
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
-        return multi_head_attention(h, p.self_attn, self_mask, attention=attention, kv=kv)[0]
+        return multi_head_attention(
+            h, p.self_attn, self_mask, attention=attention, kv=kv
+        )[0]
 
     def cross_attn(h):
         kv = None if cache is None else cache.memory(memory, p.cross_attn)
@@ -100,9 +106,17 @@ def decoder(y, memory, layers, self_mask=None, memory_mask=None, norm_first=Fals
     dropout: None, or one triple of masks per layer (``decoder_layer``).
     """
     for i, params in enumerate(layers):
-        y = decoder_layer(y, memory, params, self_mask, memory_mask, norm_first, attention,
-                          None if caches is None else caches[i],
-                          dropout=None if dropout is None else dropout[i])
+        y = decoder_layer(
+            y,
+            memory,
+            params,
+            self_mask,
+            memory_mask,
+            norm_first,
+            attention,
+            None if caches is None else caches[i],
+            dropout=None if dropout is None else dropout[i],
+        )
     return y
 
 
@@ -119,14 +133,26 @@ def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
                             "(batch, n_tgt, n_src)")
 
 
-def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memory_mask=None,
-                           norm_first=False, dropout=None):
+def decoder_layer_backward(
+    y,
+    memory,
+    params,
+    grad_output,
+    self_mask=None,
+    memory_mask=None,
+    norm_first=False,
+    dropout=None,
+):
     """The gradients of ``decoder_layer``, its three sub-layers in reverse order (the
     forward's intermediate values are recomputed). Post-LN (the paper's):
 
-        Y1 = LN₁(A),  A = Y + SelfAttn(Y)         g_A = LN₁ᵀ(g_Y1),  g_Y = g_A + SelfAttnᵀ(g_A)
-        Y2 = LN₂(B),  B = Y1 + CrossAttn(Y1, M)   g_B = LN₂ᵀ(g_Y2),  g_Y1 = g_B + CrossAttnᵀ(g_B)
-        Y3 = LN₃(C),  C = Y2 + FFN(Y2)            g_C = LN₃ᵀ(g),     g_Y2 = g_C + FFNᵀ(g_C)
+        forward                                 backward
+        Y1 = LN₁(A), A = Y + SelfAttn(Y)        g_A = LN₁ᵀ(g_Y1),
+                                                g_Y = g_A + SelfAttnᵀ(g_A)
+        Y2 = LN₂(B), B = Y1 + CrossAttn(Y1, M)  g_B = LN₂ᵀ(g_Y2),
+                                                g_Y1 = g_B + CrossAttnᵀ(g_B)
+        Y3 = LN₃(C), C = Y2 + FFN(Y2)           g_C = LN₃ᵀ(g),
+                                                g_Y2 = g_C + FFNᵀ(g_C)
 
     The memory M receives gradient only through the cross-attention's keys and values.
     With dropout masks M₁, M₂, M₃ (the forward's), A = Y + M₁ ⊙ SelfAttn(Y) and so
@@ -139,7 +165,9 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memor
     _check_inputs(y, memory, p, self_mask, memory_mask, 0)
 
     def norm(i, h):
-        return layer_norm(h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps)
+        return layer_norm(
+            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
+        )
 
     def norm_backward(i, h, g):
         return layer_norm_backward(h, getattr(p, f"norm{i}_gamma"), g, p.eps)
@@ -151,7 +179,9 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memor
         return multi_head_attention(h, p.cross_attn, memory_mask, memory)[0]
 
     g = grad_output
-    if norm_first:  # Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), M), Y3 = Y2 + FFN(LN₃(Y2))
+    # pre-LN: Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), M),
+    #         Y3 = Y2 + FFN(LN₃(Y2))
+    if norm_first:
         n1 = norm(1, y)
         y1 = y + drop(self_attn(n1), m_self)
         n2 = norm(2, y1)
@@ -184,7 +214,15 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None, memor
             y, p.self_attn, drop(g_a, m_self), self_mask)
         g_y = g_a + g_self_y
     grads = dataclasses.replace(
-        p, self_attn=g_self, cross_attn=g_cross, ffn=g_ffn,
-        norm1_gamma=g_gamma1, norm1_beta=g_beta1, norm2_gamma=g_gamma2, norm2_beta=g_beta2,
-        norm3_gamma=g_gamma3, norm3_beta=g_beta3)
+        p,
+        self_attn=g_self,
+        cross_attn=g_cross,
+        ffn=g_ffn,
+        norm1_gamma=g_gamma1,
+        norm1_beta=g_beta1,
+        norm2_gamma=g_gamma2,
+        norm2_beta=g_beta2,
+        norm3_gamma=g_gamma3,
+        norm3_beta=g_beta3,
+    )
     return g_y, g_memory, grads

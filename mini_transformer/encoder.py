@@ -61,7 +61,8 @@ def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False,
     ∂L/∂X = g + ∂L/∂X via F. Post-LN (the paper's), forward and backward:
 
         A = X + MultiHead(X),  X' = LN₁(A),  B = X' + FFN(X'),  X'' = LN₂(B)
-        g_B = LN₂ᵀ(g),  g_X' = g_B + FFNᵀ(g_B),  g_A = LN₁ᵀ(g_X'),  g_X = g_A + MultiHeadᵀ(g_A)
+        g_B = LN₂ᵀ(g),  g_X' = g_B + FFNᵀ(g_B),
+        g_A = LN₁ᵀ(g_X'),  g_X = g_A + MultiHeadᵀ(g_A)
 
     where Fᵀ(g) is the vector–Jacobian product of F at the forward's input.
     With dropout masks M (the forward's), A = X + M₁ ⊙ MultiHead(X) and so on: the
@@ -90,9 +91,13 @@ def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False,
         a = x + drop(attend(x), m_attn)
         x1 = layer_norm(a, p.norm1_gamma, p.norm1_beta, p.eps)
         b = x1 + drop(feed_forward(x1, p.ffn), m_ffn)
-        g_b, g_gamma2, g_beta2 = layer_norm_backward(b, p.norm2_gamma, grad_output, p.eps)
+        g_b, g_gamma2, g_beta2 = layer_norm_backward(
+            b, p.norm2_gamma, grad_output, p.eps
+        )
         g_ffn_x1, g_ffn = feed_forward_backward(x1, p.ffn, drop(g_b, m_ffn))
-        g_a, g_gamma1, g_beta1 = layer_norm_backward(a, p.norm1_gamma, g_b + g_ffn_x1, p.eps)
+        g_a, g_gamma1, g_beta1 = layer_norm_backward(
+            a, p.norm1_gamma, g_b + g_ffn_x1, p.eps
+        )
         g_attn_x, _, g_attn = multi_head_attention_backward(
             x, p.attn, drop(g_a, m_attn), mask)
         g_x = g_a + g_attn_x

@@ -34,9 +34,12 @@ def feed_forward_backward(x, params, grad_output):
     """
     p = params
     xp = _check(x, p, grad_output)
-    _checks.same(tuple(grad_output.shape), (*x.shape[:-1], p.d_model),
-                 f"grad_output must have the output's shape {(*x.shape[:-1], p.d_model)}, "
-                 f"got {tuple(grad_output.shape)}")
+    _checks.same(
+        tuple(grad_output.shape),
+        (*x.shape[:-1], p.d_model),
+        f"grad_output must have the output's shape {(*x.shape[:-1], p.d_model)}, "
+        f"got {tuple(grad_output.shape)}",
+    )
     a = x @ p.W_1 + p.b_1                                     # (..., n, d_ff)
     hidden = xp.maximum(a, 0.0)
     grad_a = (grad_output @ p.W_2.T) * xp.astype(a > 0, a.dtype)   # (..., n, d_ff)
@@ -49,7 +52,9 @@ def feed_forward_backward(x, params, grad_output):
 
 
 def _rows_outer(a, b):
-    """Σ over every row r of aᵣᵀ bᵣ: the gradient of W in a @ W, a (..., d_in), b (..., d_out)."""
+    """Σ over every row r of aᵣᵀ bᵣ: the gradient of W in a @ W, a (..., d_in), b (...,
+    d_out).
+    """
     xp = array_namespace(a)
     a2 = xp.reshape(a, (-1, a.shape[-1]))
     b2 = xp.reshape(b, (-1, b.shape[-1]))

@@ -18,7 +18,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5):
 
 
 def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
-    """The gradients of y = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), over the last axis.
+    """The gradients of y = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), last axis.
 
     With g = ∂L/∂y and d features, and ĝ = γ ∘ g (the gradient reaching x̂):
 
@@ -38,7 +38,11 @@ def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
     grad_x = (g_hat - xp.mean(g_hat, axis=-1, keepdims=True)
               - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) / sigma
     rows = tuple(range(x.ndim - 1))
-    return grad_x, xp.sum(grad_output * x_hat, axis=rows), xp.sum(grad_output, axis=rows)
+    return (
+        grad_x,
+        xp.sum(grad_output * x_hat, axis=rows),
+        xp.sum(grad_output, axis=rows),
+    )
 
 
 def _check(x, gamma, beta, eps, grad_output=None):

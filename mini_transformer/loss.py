@@ -25,7 +25,9 @@ def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=No
     return xp.sum(xp.where(counted, per_position, 0.0)) / n
 
 
-def cross_entropy_backward(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
+def cross_entropy_backward(
+    logits, targets, label_smoothing: float = 0.0, ignore_index=None
+):
     """∂ cross_entropy / ∂ logits = (softmax(logits) − q) / n at each counted position,
     0 at an ignored one; q is the smoothed target and n the number counted.
 
@@ -53,24 +55,34 @@ def _check(logits, targets, label_smoothing, ignore_index):
     _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
     vocab = _checks.axis_length(logits, -1, "logits")
     if not hasattr(targets, "shape"):
-        raise ValueError(f"targets must be an array of token ids, got {type(targets).__name__}")
+        raise ValueError(
+            f"targets must be an array of token ids, got {type(targets).__name__}"
+        )
     if array_namespace(targets) is not xp or device(targets) != device(logits):
         targets = xp.asarray(targets, device=device(logits))
     if not xp.isdtype(targets.dtype, "integral"):
-        raise ValueError(f"targets must be integer token ids, got dtype {targets.dtype}")
+        raise ValueError(
+            f"targets must be integer token ids, got dtype {targets.dtype}"
+        )
     _checks.same(tuple(targets.shape), tuple(logits.shape[:-1]),
                  f"targets must have the shape of logits without its last axis, "
                  f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
-    counted = targets != ignore_index if ignore_index is not None else targets == targets
+    counted = (
+        targets != ignore_index if ignore_index is not None else targets == targets
+    )
     ids = targets[counted]
     if ids.shape[0] and (int(xp.min(ids)) < 0 or int(xp.max(ids)) >= vocab):
-        raise ValueError(f"targets must lie in [0, vocab_size={vocab}) (or equal "
-                         f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
-                         f"to {int(xp.max(ids))}")
+        raise ValueError(
+            f"targets must lie in [0, vocab_size={vocab}) (or equal "
+            f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
+            f"to {int(xp.max(ids))}"
+        )
     n = int(xp.sum(xp.astype(counted, xp.int64)))
     if n == 0:
-        raise ValueError("every target equals ignore_index: the mean is over no position "
-                         "(torch.nn.functional.cross_entropy returns nan)")
+        raise ValueError(
+            "every target equals ignore_index: the mean is over no position "
+            "(torch.nn.functional.cross_entropy returns nan)"
+        )
     return xp, counted, n

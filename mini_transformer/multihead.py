@@ -13,7 +13,10 @@ from array_api_compat import array_namespace
 
 from . import _checks
 from ._grad import sum_to
-from .attention import scaled_dot_product_attention, scaled_dot_product_attention_backward
+from .attention import (
+    scaled_dot_product_attention,
+    scaled_dot_product_attention_backward,
+)
 from .feedforward import _rows_outer
 
 
@@ -34,7 +37,9 @@ def key_values(memory, params):
 
     memory: (..., n_k, d_model) -> K: (..., h, n_k, d_k), V: (..., h, n_k, d_v)
     """
-    return _project(memory, params.W_K, params.b_K), _project(memory, params.W_V, params.b_V)
+    return _project(memory, params.W_K, params.b_K), _project(
+        memory, params.W_V, params.b_V
+    )
 
 
 def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=None):
@@ -54,7 +59,7 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=N
     xp = _check(x, p, mask, memory, k, v)
     if kv is None:
         memory = x if memory is None else memory
-        k, v = key_values(memory, p)                   # (..., h, n_k, d_k), (..., h, n_k, d_v)
+        k, v = key_values(memory, p)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
     attention = attention or scaled_dot_product_attention
     q = _project(x, p.W_Q, p.b_Q)                      # (..., h, n_q, d_k)
     heads, weights = attention(q, k, v, _heads_mask(mask))  # (..., h, n_q, d_v)
@@ -82,7 +87,7 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
     xp = _check(x, p, mask, memory, grad_output=grad_output)
     m = x if memory is None else memory
     q = _project(x, p.W_Q, p.b_Q)                            # (..., h, n_q, d_k)
-    k, v = key_values(m, p)                                  # (..., h, n_k, d_k), (..., h, n_k, d_v)
+    k, v = key_values(m, p)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
     heads, weights = scaled_dot_product_attention(q, k, v, _heads_mask(mask))
     concat = _concat_heads(heads)                            # (..., n_q, h * d_v)
     grad_concat = grad_output @ p.W_O.T                      # (..., n_q, h * d_v)
@@ -94,7 +99,9 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
     grad_m = _project_backward(m, p.W_K, grad_k) + _project_backward(m, p.W_V, grad_v)
     grads = dataclasses.replace(
         p,
-        W_Q=_heads_outer(x, grad_q), W_K=_heads_outer(m, grad_k), W_V=_heads_outer(m, grad_v),
+        W_Q=_heads_outer(x, grad_q),
+        W_K=_heads_outer(m, grad_k),
+        W_V=_heads_outer(m, grad_v),
         W_O=_rows_outer(concat, grad_output),
         b_Q=sum_to(grad_q, p.b_Q[:, None, :].shape)[:, 0, :],
         b_K=sum_to(grad_k, p.b_K[:, None, :].shape)[:, 0, :],
@@ -107,7 +114,9 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
 
 
 def _concat_heads(a):
-    """(..., h, n, d) -> (..., n, h·d): the heads side by side, as Concat(head_1, ..., head_h)."""
+    """(..., h, n, d) -> (..., n, h·d): the heads side by side, as Concat(head_1, ...,
+    head_h).
+    """
     xp = array_namespace(a)
     return xp.reshape(xp.moveaxis(a, -3, -2), (*a.shape[:-3], a.shape[-2], -1))
 
@@ -122,7 +131,8 @@ def _project_backward(x, W, grad):
 
 
 def _heads_outer(x, grad):
-    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i, (h, d_model, d),
+    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i,
+    (h, d_model, d),
     as one matrix product xᵀ Concat_i(grad_i) over all rows."""
     xp = array_namespace(grad)
     h, d = grad.shape[-3], grad.shape[-1]
@@ -134,13 +144,29 @@ def _heads_outer(x, grad):
 def _rows_matmul(a, W):
     """a @ W for a (..., d_in) and a matrix W, as one product over all rows."""
     xp = array_namespace(a)
-    return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1]))
+    return xp.reshape(
+        xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1])
+    )
 
 
 def _check(x, p, mask, memory, k=None, v=None, grad_output=None):
-    """Refuse, in the caller's terms, inputs that do not fit the weights or each other."""
-    names = ("x", "memory", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
-             "grad_output")
+    """Refuse, in the caller's terms, inputs that do not fit the weights or each other.
+    """
+    names = (
+        "x",
+        "memory",
+        "K",
+        "V",
+        "W_Q",
+        "W_K",
+        "W_V",
+        "W_O",
+        "b_Q",
+        "b_K",
+        "b_V",
+        "b_O",
+        "grad_output",
+    )
     xp = _checks.namespace(x, memory, k, v, p.W_Q, p.W_K, p.W_V, p.W_O,
                            p.b_Q, p.b_K, p.b_V, p.b_O, grad_output, names=names)
     _checks.features(x, p.d_model, "x")
@@ -157,7 +183,9 @@ def _check(x, p, mask, memory, k=None, v=None, grad_output=None):
     else:
         batch = _checks.broadcast_shape(tuple(x.shape[:-2]), tuple(k.shape[:-3])) or ()
         n_k = k.shape[-2]
-    _checks.mask_broadcasts(mask, (*batch, x.shape[-2], n_k), "mask", "(batch, n_q, n_k)")
+    _checks.mask_broadcasts(
+        mask, (*batch, x.shape[-2], n_k), "mask", "(batch, n_q, n_k)"
+    )
     if grad_output is not None:
         out = (*batch, x.shape[-2], p.W_O.shape[-1])
         _checks.same(tuple(grad_output.shape), out,

@@ -1,8 +1,9 @@
-"""The paper's optimiser (§5.3, chapter 14): Adam with β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
+"""The paper's optimiser (§5.3, chapter 14): Adam, β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
 its learning-rate schedule, eq. (3).
 
 Adam works on any params container (``MultiHeadParams``, ``TransformerParams``, ...) and
-the gradients returned for it in a container of the same layout; its moments are two more
+the gradients returned for it in a container of the same layout; its moments are two
+more
 containers of that layout. Like the rest of the package, it runs on NumPy arrays and,
 unchanged, on torch tensors.
 """
@@ -20,9 +21,15 @@ def learning_rate(step: int, d_model: int, warmup_steps: int = 4000) -> float:
     with d_model^-0.5 · warmup_steps^-0.5, then decays as step^-0.5. ``step`` counts
     from 1 (the first update).
     """
-    for name, n in (("step", step), ("d_model", d_model), ("warmup_steps", warmup_steps)):
+    for name, n in (
+        ("step", step),
+        ("d_model", d_model),
+        ("warmup_steps", warmup_steps),
+    ):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"learning_rate needs {name} to be an integer >= 1, got {n!r}")
+            raise ValueError(
+                f"learning_rate needs {name} to be an integer >= 1, got {n!r}"
+            )
     return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
@@ -31,7 +38,7 @@ def tree_map(f, tree, *others):
     ``others``, containers of the same layout), giving a container of that layout.
 
     Nested containers and tuples of containers (the layers of a stack) are walked;
-    fields that are not arrays (``eps``) are kept from ``tree``; ``None`` stays ``None``.
+    fields that are not arrays (``eps``) are kept from ``tree``; None stays None.
     """
     if tree is None:
         return None
@@ -47,7 +54,9 @@ def tree_map(f, tree, *others):
         return dataclasses.replace(tree, **changes)
     if hasattr(tree, "shape"):
         return f(tree, *others)
-    raise ValueError(f"tree_map walks params containers and arrays, got {type(tree).__name__}")
+    raise ValueError(
+        f"tree_map walks params containers and arrays, got {type(tree).__name__}"
+    )
 
 
 def tree_leaves(tree) -> list:
@@ -83,7 +92,8 @@ def adam_step(params, grads, state: AdamState, lr: float,
     """
     if not (0 <= beta1 < 1 and 0 <= beta2 < 1) or not eps >= 0 or not lr >= 0:
         raise ValueError(
-            f"adam_step needs 0 <= beta1, beta2 < 1, eps >= 0 and lr >= 0, got beta1={beta1}, "
+            "adam_step needs 0 <= beta1, beta2 < 1, "
+            f"eps >= 0 and lr >= 0, got beta1={beta1}, "
             f"beta2={beta2}, eps={eps}, lr={lr}"
         )
     tree_map(_same_shape, params, grads)
@@ -101,6 +111,7 @@ def adam_step(params, grads, state: AdamState, lr: float,
 def _same_shape(p, g):
     if tuple(p.shape) != tuple(g.shape):
         raise ValueError(
-            f"a gradient of shape {tuple(g.shape)} for a parameter of shape {tuple(p.shape)}"
+            f"a gradient of shape {tuple(g.shape)} for "
+            f"a parameter of shape {tuple(p.shape)}"
         )
     return p

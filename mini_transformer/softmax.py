@@ -24,7 +24,7 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
 
     The math is ``stable_softmax``; this function checks the input, divides by the
     temperature, and sends a large NumPy array to the fast path beside it, which
-    runs ``stable_softmax`` on cache-sized blocks of rows (chapter 9).
+    runs ``stable_softmax`` on cache-sized blocks of rows (chapter 12).
     """
     xp = _checks.namespace(x, names=("x",))
     _checks.axis_length(x, axis, "x")
@@ -50,7 +50,8 @@ def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
 
 def _divide_by_temperature(x, temperature, xp):
     if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
-        return xp.where(xp.isfinite(x), 0.0, x)  # keep -inf (masked) and NaN as they are
+        # keep -inf (masked) and NaN as they are
+        return xp.where(xp.isfinite(x), 0.0, x)
     return x if temperature == 1.0 else x / temperature
 
 
@@ -70,7 +71,7 @@ def _softmax_row_blocks(x, temperature, overwrite_x: bool):
 
     The same function on each block: the block's five passes (max, subtract,
     exp, sum, divide) then run in cache, instead of streaming all of x through
-    memory five times (chapter 9). Blocks run in one thread per CPU: NumPy's
+    memory five times (chapter 12). Blocks run in one thread per CPU: NumPy's
     ufuncs release the GIL, and each block is independent of the others.
     """
     rows = x.reshape(-1, x.shape[-1])  # a view: x is C-contiguous
@@ -128,19 +129,21 @@ def log_sum_exp(x, axis: int = -1):
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(xp.isinf(m), 0.0, m)
     z = xp.sum(xp.exp(x - m), axis=axis, keepdims=True)
-    log_z = xp.where(z == 0.0, -xp.inf, xp.log(xp.where(z == 0.0, 1.0, z)))  # no log(0) warning
+    # no log(0) warning
+    log_z = xp.where(z == 0.0, -xp.inf, xp.log(xp.where(z == 0.0, 1.0, z)))
     return xp.squeeze(log_z + m, axis=axis)
 
 
 def softmax_backward(weights, grad_weights, axis: int = -1):
-    """The vector–Jacobian product of the softmax: ∂L/∂x from ∂L/∂p, with p = softmax(x).
+    """The vector–Jacobian product of the softmax: ∂L/∂x from ∂L/∂p, p = softmax(x).
 
     The Jacobian is ∂p_i/∂x_j = p_i (δ_ij − p_j), diagonal minus outer product, so
 
         ∂L/∂x = p ∘ (g − Σ_j p_j g_j),    g = ∂L/∂p,
 
     one row sum and two element-wise products: the n × n Jacobian is never formed.
-    weights: the softmax's output p (reused, not recomputed); grad_weights: g, same shape.
+    weights: the softmax's output p (reused, not recomputed); grad_weights: g, same
+    shape.
     Rows of p that are all 0 (every key masked) get a zero gradient.
     """
     xp = _checks.namespace(weights, grad_weights, names=("weights", "grad_weights"))

@@ -24,7 +24,8 @@ def _symbols(rng, batch: int, length: int, vocab_size: int):
             raise ValueError(f"{name} must be an integer >= 1, got {n!r}")
     if not isinstance(vocab_size, (int, np.integer)) or vocab_size < FIRST_SYMBOL + 2:
         raise ValueError(
-            f"vocab_size must be an integer >= {FIRST_SYMBOL + 2} (BOS, EOS and two symbols), "
+            "vocab_size must be an integer >= "
+            f"{FIRST_SYMBOL + 2} (BOS, EOS and two symbols), "
             f"got {vocab_size!r}"
         )
     return rng.integers(FIRST_SYMBOL, vocab_size, size=(batch, length))
@@ -67,11 +68,13 @@ def sequence_accuracy(decoded, tgt_out) -> float:
     decoded, tgt_out = np.asarray(decoded), np.asarray(tgt_out)
     if decoded.ndim != 2 or tgt_out.ndim != 2 or decoded.shape[0] != tgt_out.shape[0]:
         raise ValueError(
-            f"decoded {decoded.shape} and tgt_out {tgt_out.shape} must be (batch, n) with "
+            f"decoded {decoded.shape} and tgt_out "
+            f"{tgt_out.shape} must be (batch, n) with "
             "the same batch"
         )
     n = tgt_out.shape[1]
-    if decoded.shape[1] < n + 1:  # every row stopped early: pad with -1, which never matches
+    # every row stopped early: pad with -1, which never matches
+    if (decoded.shape[1] < n + 1):
         pad = np.full((decoded.shape[0], n + 1 - decoded.shape[1]), -1)
         decoded = np.concatenate([decoded, pad], axis=1)
     return float(np.mean(np.all(decoded[:, 1 : n + 1] == tgt_out, axis=1)))

@@ -1,5 +1,5 @@
 """Tiled attention: the same output as ``scaled_dot_product_attention`` without
-the n_q × n_k matrix (chapter 9).
+the n_q × n_k matrix (chapter 12).
 
 The softmax of a row of scores needs its maximum and its partition function
 Z = Σ_j exp(s_j), both sums over *all* keys. The online softmax
@@ -27,8 +27,17 @@ from .attention import check_qkv
 from .softmax import cpus
 
 
-def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), threads=None,
-                    return_lse=False):
+def tiled_attention(
+    q,
+    k,
+    v,
+    mask=None,
+    *,
+    causal=False,
+    block_size=(512, 512),
+    threads=None,
+    return_lse=False,
+):
     """softmax(Q Kᵀ / √d_k) V, streaming keys and values in blocks.
 
     q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v), NumPy arrays.
@@ -64,7 +73,8 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
     for name, a in (("q", q), ("k", k), ("v", v)):
         if not is_numpy_array(a):
             raise ValueError(
-                f"tiled_attention is NumPy-only, got {name} of type {type(a).__name__}; "
+                "tiled_attention is NumPy-only, got "
+                f"{name} of type {type(a).__name__}; "
                 "use scaled_dot_product_attention (any library) or "
                 "torch.nn.functional.scaled_dot_product_attention"
             )
@@ -84,7 +94,11 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
     growth = bound + math.log2(n_k * max(1.0, float(np.max(np.abs(v)))))
     maxexp = np.finfo(q.dtype).maxexp
     mask = _mask_view(mask, batch + (n_q, n_k))
-    bounded = 2 * bound <= maxexp and growth < maxexp - 1 and (mask is None or mask.dtype == bool)
+    bounded = (
+        2 * bound <= maxexp
+        and growth < maxexp - 1
+        and (mask is None or mask.dtype == bool)
+    )
     q2 = np.broadcast_to(q2, batch + (n_q, d_k))
     k = np.broadcast_to(k, batch + (n_k, d_k))
     v = np.broadcast_to(v, batch + (n_k, d_v))
@@ -94,20 +108,28 @@ def tiled_attention(q, k, v, mask=None, *, causal=False, block_size=(512, 512), 
     def query_block(task):
         b, i = task
         out[b][i : i + b_q], lse2[b][i : i + b_q] = _attend(
-            q2[b][i : i + b_q], k[b], v[b], None if mask is None else mask[b][i : i + b_q],
-            i if causal else None, b_k, bounded,
+            q2[b][i : i + b_q],
+            k[b],
+            v[b],
+            None if mask is None else mask[b][i : i + b_q],
+            i if causal else None,
+            b_k,
+            bounded,
         )
 
     tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
     if threads is None:  # threads pay from about a GFLOP on
         threads = cpus() if math.prod(batch) * n_q * n_k >= 2**22 else 1
     threads = min(len(tasks), threads)
-    with _blas_threads(1):  # tiles are small: BLAS threads would only wait on each other
+    # tiles are small: BLAS threads would only wait on each other
+    with _blas_threads(1):
         if threads <= 1:
             for task in tasks:
                 query_block(task)
         else:
-            with ThreadPoolExecutor(threads) as pool:  # NumPy releases the GIL in @ and exp
+            with ThreadPoolExecutor(
+                threads
+            ) as pool:  # NumPy releases the GIL in @ and exp
                 list(pool.map(query_block, tasks))
     if return_lse:
         return out, lse2[..., 0] / _LOG2_E  # log₂ -> natural log
@@ -127,10 +149,12 @@ def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
     ``tiled_attention``): then m stays 0, the rescale factor is 1, and each tile
     skips its max and subtract passes. The result is the same."""
     n_q, n_k = q2.shape[0], k.shape[0]
-    m = np.full((n_q, 1), 0.0 if bounded else -np.inf, dtype=q2.dtype)  # running max (base 2)
+    # running max (base 2)
+    m = np.full((n_q, 1), 0.0 if bounded else -np.inf, dtype=q2.dtype)
     l = np.zeros((n_q, 1), dtype=q2.dtype)  # running partition function
     o = np.zeros((n_q, v.shape[-1]), dtype=q2.dtype)  # running numerator
-    ones = np.ones((min(b_k, n_k), 1), dtype=q2.dtype)  # rowsum p = p · 1 (a fast matvec)
+    # rowsum p = p · 1 (a fast matvec)
+    ones = np.ones((min(b_k, n_k), 1), dtype=q2.dtype)
     tile = np.empty((n_q, min(b_k, n_k)), dtype=q2.dtype)  # one buffer for every S_j
     for j in range(0, n_k, b_k):
         if causal_offset is not None and j > causal_offset + n_q - 1:
@@ -152,8 +176,10 @@ def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
             p = np.exp2(s, out=s)
         else:
             m_new = np.maximum(m, s.max(axis=1, keepdims=True))
-            shift = np.where(m_new == -np.inf, 0.0, m_new)  # all -inf so far: exp(-inf) = 0
-            p = np.exp2(np.subtract(s, shift, out=s), out=s)  # exp(S_j - m_new), in place
+            # all -inf so far: exp(-inf) = 0
+            shift = np.where(m_new == -np.inf, 0.0, m_new)
+            # exp(S_j - m_new), in place
+            p = np.exp2(np.subtract(s, shift, out=s), out=s)
             rescale = np.exp2(m - shift)  # exp(m - m_new): 0 on the first block
             l *= rescale
             o *= rescale
@@ -179,7 +205,9 @@ def _mask_view(mask, shape):
         return None
     if not is_numpy_array(mask):
         if hasattr(mask, "__array_namespace__"):
-            raise ValueError(f"tiled_attention needs a NumPy mask, got {type(mask).__name__}")
+            raise ValueError(
+                f"tiled_attention needs a NumPy mask, got {type(mask).__name__}"
+            )
         mask = np.asarray(mask)
     if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
         raise ValueError(
@@ -190,7 +218,8 @@ def _mask_view(mask, shape):
         return np.broadcast_to(mask, shape)
     except ValueError:
         raise ValueError(
-            f"mask of shape {mask.shape} does not broadcast to the scores' shape {shape} "
+            f"mask of shape {mask.shape} does not "
+            f"broadcast to the scores' shape {shape} "
             "(..., n_q, n_k)"
         ) from None
 
@@ -212,8 +241,19 @@ def _blas_threads(n):
     return _controller.limit(limits=n, user_api="blas")
 
 
-def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, causal=False,
-                             block_size=(512, 512), threads=None):
+def tiled_attention_backward(
+    q,
+    k,
+    v,
+    output,
+    lse,
+    grad_output,
+    mask=None,
+    *,
+    causal=False,
+    block_size=(512, 512),
+    threads=None,
+):
     """The gradients of ``tiled_attention`` without the n_q × n_k matrix: each tile of
     weights is recomputed from the forward's row log-sum-exp, P_ij = exp(S_ij − lse_i),
     as FlashAttention's backward recomputes it (Dao et al. 2022 save each row's maximum
@@ -225,7 +265,8 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
         dK_j += dS_ijᵀ Q_i / √d_k,   dQ_i += dS_ij K_j / √d_k,
 
     with D_i = rowsum(dP_i ∘ P_i) = rowsum(dO_i ∘ O_i), which needs only the output:
-    Σ_j P_ij (dO_i · v_j) = dO_i · O_i. Five tile-sized matrix products per tile, against
+    Σ_j P_ij (dO_i · v_j) = dO_i · O_i. Five tile-sized matrix products per tile,
+    against
     the forward's two. Key blocks are shared out between threads; each keeps its own dQ.
     q, k, v, mask, causal, block_size, threads: as given to the forward;
     output, lse: what ``tiled_attention(..., return_lse=True)`` returned.
@@ -235,8 +276,10 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
     for name, a in (("q", q), ("k", k), ("v", v), ("output", output), ("lse", lse),
                     ("grad_output", grad_output)):
         if not is_numpy_array(a):
-            raise ValueError(f"tiled_attention_backward is NumPy-only, got {name} of type "
-                             f"{type(a).__name__}")
+            raise ValueError(
+                f"tiled_attention_backward is NumPy-only, got {name} of type "
+                f"{type(a).__name__}"
+            )
     b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
     if b_q < 1 or b_k < 1:
         raise ValueError(f"block_size must be positive, got {block_size}")
@@ -247,7 +290,9 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
                            ("grad_output", grad_output, batch + (n_q, d_v)),
                            ("lse", lse, batch + (n_q,))):
         if a.shape != shape:
-            raise ValueError(f"{name} must have shape {shape} (the forward's), got {a.shape}")
+            raise ValueError(
+                f"{name} must have shape {shape} (the forward's), got {a.shape}"
+            )
     mask = _mask_view(mask, batch + (n_q, n_k))
     shapes = q.shape, k.shape, v.shape
     scale = 1 / math.sqrt(d_k)
@@ -255,8 +300,10 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
     qb = np.broadcast_to(q, batch + (n_q, d_k))
     k = np.broadcast_to(k, batch + (n_k, d_k))
     v = np.broadcast_to(v, batch + (n_k, d_v))
-    lse2 = np.where(np.isneginf(lse), np.inf, lse * _LOG2_E)[..., None]  # all masked: P = 0
-    d = np.sum(grad_output * output, axis=-1, keepdims=True)            # D, (..., n_q, 1)
+    lse2 = np.where(np.isneginf(lse), np.inf, lse * _LOG2_E)[
+        ..., None
+    ]  # all masked: P = 0
+    d = np.sum(grad_output * output, axis=-1, keepdims=True)  # D, (..., n_q, 1)
     grad_k = np.empty(batch + (n_k, d_k), dtype=q.dtype)
     grad_v = np.empty(batch + (n_k, d_v), dtype=q.dtype)
     tasks = [(b, j) for b in np.ndindex(batch) for j in range(0, n_k, b_k)]
@@ -265,12 +312,23 @@ def tiled_attention_backward(q, k, v, output, lse, grad_output, mask=None, *, ca
     threads = max(1, min(len(tasks), threads))
 
     def key_blocks(chunk):
-        grad_q = np.zeros(batch + (n_q, d_k), dtype=q.dtype)   # this thread's share of dQ
+        # this thread's share of dQ
+        grad_q = np.zeros(batch + (n_q, d_k), dtype=q.dtype)
         for b, j in chunk:
             grad_k[b][j : j + b_k], grad_v[b][j : j + b_k] = _attend_backward(
-                q2[b], qb[b], k[b][j : j + b_k], v[b][j : j + b_k], grad_output[b], lse2[b],
-                d[b], grad_q[b], None if mask is None else mask[b][:, j : j + b_k],
-                j, causal, b_q)
+                q2[b],
+                qb[b],
+                k[b][j : j + b_k],
+                v[b][j : j + b_k],
+                grad_output[b],
+                lse2[b],
+                d[b],
+                grad_q[b],
+                None if mask is None else mask[b][:, j : j + b_k],
+                j,
+                causal,
+                b_q,
+            )
         return grad_q
 
     chunks = [tasks[i::threads] for i in range(threads)]

@@ -36,7 +36,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
     d_model = embedding.shape[-1]
     pe = positional_encoding(start + tokens.shape[-1], d_model)[start:]  # (n, d_model)
     pe = xp.asarray(pe, dtype=embedding.dtype, device=device(embedding))
-    return embedding[tokens] * math.sqrt(d_model) + pe                   # (..., n, d_model)
+    return embedding[tokens] * math.sqrt(d_model) + pe  # (..., n, d_model)
 
 
 def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
@@ -87,8 +87,17 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     return h @ E.T                                      # (..., n_tgt, vocab_size)
 
 
-def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, norm_first=False,
-                  attention=None, return_logits=False):
+def greedy_decode(
+    src_tokens,
+    params,
+    max_len,
+    bos,
+    eos,
+    src_mask=None,
+    norm_first=False,
+    attention=None,
+    return_logits=False,
+):
     """Greedy decoding: start from ``bos``, append the most likely next token, stop
     when every row has produced ``eos`` or has ``max_len`` tokens.
 
@@ -137,14 +146,18 @@ def count_parameters(params) -> int:
 def _encode(src, params, src_mask, norm_first, attention, dropout=None):
     memory = encoder(src, params.encoder_layers, src_mask, norm_first, attention,
                      dropout)
-    return _final_norm(memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps)
+    return _final_norm(
+        memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps
+    )
 
 
 def _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
             caches=None, dropout=None):
     out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, norm_first,
                   attention, caches, dropout)
-    return _final_norm(out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
+    return _final_norm(
+        out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
+    )
 
 
 def _final_norm(x, gamma, beta, eps):
@@ -168,8 +181,10 @@ def _and_causal(tgt_mask, y):
 
 def _embedding(params):
     if params.embedding is None:
-        raise ValueError("these params have no embedding (torch.nn.Transformer has none): "
-                         "pass one to TransformerParams.from_torch(model, embedding=...)")
+        raise ValueError(
+            "these params have no embedding (torch.nn.Transformer has none): "
+            "pass one to TransformerParams.from_torch(model, embedding=...)"
+        )
     return params.embedding
 
 
@@ -181,19 +196,25 @@ def _token_ids(tokens, embedding, xp, name):
     if is_numpy_array(tokens) and not is_numpy_array(embedding):
         tokens = xp.asarray(tokens, device=device(embedding))
     if _checks._kind(tokens).split(".")[0] != _checks._kind(embedding).split(".")[0]:
-        raise ValueError(f"inputs mix array libraries ({name}: {_checks._kind(tokens)}, "
-                         f"embedding: {_checks._kind(embedding)})")
+        raise ValueError(
+            f"inputs mix array libraries ({name}: {_checks._kind(tokens)}, "
+            f"embedding: {_checks._kind(embedding)})"
+        )
     if device(tokens) != device(embedding):
-        raise ValueError(f"device mismatch: {name} is on {device(tokens)} but the embedding "
-                         f"is on {device(embedding)}")
+        raise ValueError(
+            f"device mismatch: {name} is on {device(tokens)} but the embedding "
+            f"is on {device(embedding)}"
+        )
     if not xp.isdtype(tokens.dtype, "integral"):
         raise ValueError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
     _checks.rank_at_least(tokens, 1, name, "(..., n)")
     _checks.non_empty(tokens.shape[-1], name, tokens.shape)
     lo, hi, vocab = int(xp.min(tokens)), int(xp.max(tokens)), embedding.shape[0]
     if lo < 0 or hi >= vocab:
-        raise ValueError(f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
-                         f"to {hi} (shape {tuple(tokens.shape)})")
+        raise ValueError(
+            f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
+            f"to {hi} (shape {tuple(tokens.shape)})"
+        )
     return xp.astype(tokens, xp.int64)
 
 
@@ -228,9 +249,19 @@ def _check_decoding(max_len, bos, eos, vocab):
                              f"got {token!r}")
 
 
-def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ignore_index=None,
-                   src_mask=None, tgt_mask=None, norm_first=False, p_drop=0.0,
-                   rng=None):
+def loss_and_grads(
+    params,
+    src_tokens,
+    tgt_in,
+    tgt_out,
+    label_smoothing=0.0,
+    ignore_index=None,
+    src_mask=None,
+    tgt_mask=None,
+    norm_first=False,
+    p_drop=0.0,
+    rng=None,
+):
     """The training loss and its gradient for every array of ``params``.
 
     loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): the
@@ -263,12 +294,14 @@ def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ign
     for layer, drop in zip(params.decoder_layers, m.decoder):
         ys.append(decoder_layer(ys[-1], memory, layer, self_mask, src_mask, norm_first,
                                 dropout=drop))
-    h = _final_norm(ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps)
+    h = _final_norm(
+        ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
+    )
     logits = h @ E.T                                     # (..., n_tgt, vocab_size)
     loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
     # Backward: output projection, decoder, encoder, embeddings.
     g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
-    g_E = _rows_outer(g_logits, h)                       # (vocab_size, d_model): logits = h Eᵀ
+    g_E = _rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
     g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_logits @ E)
     g_memory, dec_grads = 0.0, []
     for layer, y_in, drop in zip(reversed(params.decoder_layers), reversed(ys[:-1]),
@@ -286,8 +319,14 @@ def loss_and_grads(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0, ign
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
     g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
            + _embedding_backward(tgt_in, g_y * sqrt_d, E))
-    grads = dataclasses.replace(params, embedding=g_E, encoder_layers=tuple(enc_grads),
-                                decoder_layers=tuple(dec_grads), **g_enc_norm, **g_dec_norm)
+    grads = dataclasses.replace(
+        params,
+        embedding=g_E,
+        encoder_layers=tuple(enc_grads),
+        decoder_layers=tuple(dec_grads),
+        **g_enc_norm,
+        **g_dec_norm,
+    )
     return loss, grads
 
 
@@ -303,9 +342,11 @@ def _final_norm_backward(x, params, stack, grad):
 
 def _embedding_backward(tokens, grad, embedding):
     """∂L/∂E of the lookup E[tokens]: row v of E gets the sum of the gradients of every
-    position holding token v, computed as one_hot(tokens)ᵀ grad, (vocab_size, d_model)."""
+    position holding token v, computed as one_hot(tokens)ᵀ grad,
+    (vocab_size, d_model)."""
     xp = array_namespace(embedding)
     tokens = _token_ids(tokens, embedding, xp, "tokens")
     vocab = xp.arange(embedding.shape[0], device=device(embedding))
-    one_hot = xp.astype(tokens[..., None] == vocab, embedding.dtype)  # (..., n, vocab_size)
+    # (..., n, vocab_size)
+    one_hot = xp.astype(tokens[..., None] == vocab, embedding.dtype)
     return _rows_outer(one_hot, grad)

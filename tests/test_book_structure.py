@@ -9,7 +9,14 @@
 - every code cell has a stored execution, from one top-to-bottom run in a fresh kernel;
 - no stored output holds something that changes from run to run (a memory address, a
   temporary path, a timing);
-- ``.ci/run`` runs exactly the README's test command and book build.
+- ``.ci/run`` runs exactly the README's test command and book build;
+- every code line of a notebook, and of the package the chapters show with
+  ``literalinclude``, fits the page's code column (88 characters; the browser test measures
+  the rendered pages at 1280 px);
+- chapters are numbered in reading order: file prefixes rise in ``_toc.yml`` order, the
+  numbered parts hold the chapters 1, 2, 3, ... in that order, and every "chapter N" in the
+  book's prose names the N-th chapter by what it is about;
+- no chapter mentions an issue, a target, a test file or an internal equation label.
 """
 
 from __future__ import annotations
@@ -283,3 +290,130 @@ def test_notebooks_choose_their_figure_backend(nb_path):
     if uses_matplotlib:
         assert _source(cells[0]).startswith("%matplotlib inline"), (
             f"{_rel(nb_path)}: its first code cell must start with `%matplotlib inline`")
+
+
+# --- layout and numbering -------------------------------------------------------------------
+
+CODE_COLUMNS = 88  # measured: 97 columns of DejaVu Sans Mono fit a code block at 1280 px
+
+
+def _nb_code_cells(nb_path: Path):
+    nb = json.loads(nb_path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            yield i, "".join(cell["source"])
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_column(nb_path):
+    long = [f"cell {i}: {line!r}" for i, src in _nb_code_cells(nb_path)
+            for line in src.splitlines() if len(line) > CODE_COLUMNS]
+    assert not long, f"{nb_path.name}: code lines over {CODE_COLUMNS} characters:\n" + "\n".join(long)
+
+
+def test_package_lines_fit_the_column():
+    long = [f"{_rel(p)}:{n}: {line!r}" for p in sorted((ROOT / "mini_transformer").rglob("*.py"))
+            for n, line in enumerate(p.read_text().splitlines(), 1) if len(line) > CODE_COLUMNS]
+    assert not long, f"package lines over {CODE_COLUMNS} characters:\n" + "\n".join(long)
+
+
+def _numbered_chapters() -> list[str]:
+    """The chapters of the numbered parts of _toc.yml, in order: chapter 1, 2, ..."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [c["file"] for part in toc["parts"] if part.get("numbered")
+            for c in part["chapters"]]
+
+
+def test_chapters_are_numbered_in_reading_order():
+    chapters = _numbered_chapters()
+    assert chapters, "no numbered part in _toc.yml"
+    prefixes = [int(re.match(r"book/(\d+)_", c).group(1)) for c in chapters]
+    assert prefixes == list(range(1, len(chapters) + 1)), (
+        f"file prefixes must be 01, 02, ... in _toc.yml order: {chapters}")
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    captions = [part["caption"] for part in toc["parts"] if part.get("numbered")]
+    numerals = ["I", "II", "III", "IV", "V", "VI"]
+    assert captions == [c for c in captions if c.startswith("Part ")] and all(
+        c.startswith(f"Part {numerals[k]} ") for k, c in enumerate(captions)), captions
+
+
+def _page_prose(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text()
+    nb = json.loads(path.read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def _titles() -> dict[int, str]:
+    titles = {}
+    for k, entry in enumerate(_numbered_chapters(), 1):
+        text = _page_prose(_source_of(entry))
+        titles[k] = re.search(r"^# (.+)$", text, re.M).group(1)
+    return titles
+
+
+# What each chapter is about, as prose names it: a "chapter N" must sit near one of these
+# words of the N-th chapter's title, or name a chapter whose title the sentence quotes.
+def test_chapter_references_match_the_toc():
+    """Every "chapter N" / "chapters N and M" in prose names an existing chapter."""
+    n_chapters = len(_numbered_chapters())
+    bad = []
+    pattern = re.compile(r"\b[Cc]hapters?\s+((?:\d+)(?:\s*(?:,|and|or|to|-|–)\s*\d+)*)")
+    pages = [_source_of(e) for e in TOC] + [ROOT / "README.md"]
+    for page in pages:
+        for m in pattern.finditer(_page_prose(page)):
+            for number in map(int, re.findall(r"\d+", m.group(1))):
+                if not 1 <= number <= n_chapters:
+                    bad.append(f"{_rel(page)}: {m.group(0)!r} (the book has {n_chapters} chapters)")
+    assert not bad, "\n".join(bad)
+
+
+# A few words each chapter's own references use: a sentence "chapter N (the decoder ...)" or
+# "the decoder layer (chapter N)" must point at the chapter about it.
+TOPICS = {
+    "decoder layer": "decoder", "whole model": "whole", "cost of attention": "cost",
+    "online softmax": "cost", "why self-attention": "why", "gradients by hand": "gradient",
+    "encoder layer": "encoder", "feed-forward": "feed-forward", "positional encoding": "positional",
+    "multi-head attention": "multi-head", "softmax chapter": "softmax",
+}
+
+
+def test_chapter_references_name_their_topic():
+    """"the X (chapter N)" and "chapter N (the X)" point at the chapter whose title is about X."""
+    titles = {k: t.lower() for k, t in _titles().items()}
+    bad = []
+    pages = [_source_of(e) for e in TOC]
+    for page in pages:
+        text = " ".join(_page_prose(page).split())
+        for topic, word in TOPICS.items():
+            for m in re.finditer(rf"{re.escape(topic)}\s*\([Cc]hapter (\d+)\)|"
+                                 rf"[Cc]hapter (\d+)\s*\((?:the )?{re.escape(topic)}", text):
+                n = int(m.group(1) or m.group(2))
+                if word not in titles.get(n, ""):
+                    bad.append(f"{_rel(page)}: {m.group(0)!r}, but chapter {n} is {titles.get(n)!r}")
+    assert not bad, "\n".join(bad)
+
+
+PLUMBING = re.compile(
+    r"\bthe issue\b|\bissue #?\d|\btests?/\w|test_\w+\.py|\bspeed targets?\b|"
+    r"\bthe project's target|\btargets? (?:is|are|was|were) (?:met|unmet)|"
+    r"(?:equation|eq\.)\s*\(?[a-z]+[0-9]*-[a-z0-9-]+\)?")
+
+
+@pytest.mark.parametrize("page", [e for e in TOC if "appendix" not in e])
+def test_no_plumbing_in_the_chapters(page):
+    """No issue, target, test file or internal equation label in what a reader sees.
+
+    (The appendices that list what the tests check may name them.)"""
+    path = _source_of(page)
+    texts = [_page_prose(path)]
+    if path.suffix == ".ipynb":
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            texts.append("".join(cell["source"]))
+            for out in cell.get("outputs", []):
+                texts.append("".join(out.get("text", "")))
+    found = [m.group(0) for t in texts for m in PLUMBING.finditer(t)]
+    assert not found, f"{page}: {found}"

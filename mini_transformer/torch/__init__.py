@@ -41,9 +41,15 @@ def fused_attention(q, k, v, mask=None):
             f"{type(q).__name__}; use scaled_dot_product_attention for other arrays"
         )
     if mask is not None:
-        shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+        shape = (
+            *torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]),
+            q.shape[-2],
+            k.shape[-2],
+        )
         mask = as_mask(mask, q, shape, array_namespace(q))
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask
+    ), None
 
 
 def _parameter(a, device, dtype):
@@ -81,7 +87,9 @@ class MultiHeadAttention(nn.Module):
             setattr(self, name, _parameter(getattr(params, name), device, dtype))
 
     @classmethod
-    def from_params(cls, params: MultiHeadParams, *, fused=False, device=None, dtype=None):
+    def from_params(
+        cls, params: MultiHeadParams, *, fused=False, device=None, dtype=None
+    ):
         module = cls.__new__(cls)
         nn.Module.__init__(module)
         module._load(params, device, dtype or torch.get_default_dtype())
@@ -119,7 +127,9 @@ class _Layer(nn.Module):
         self._load(params, norm_first, fused, eps, device, dtype)
 
     @classmethod
-    def from_params(cls, params, *, norm_first=False, fused=False, device=None, dtype=None):
+    def from_params(
+        cls, params, *, norm_first=False, fused=False, device=None, dtype=None
+    ):
         module = cls.__new__(cls)
         nn.Module.__init__(module)
         module._load(params, norm_first, fused, params.eps, device, dtype)
@@ -128,11 +138,16 @@ class _Layer(nn.Module):
     @classmethod
     def from_torch(cls, layer, *, fused=False, **kwargs):
         """Copy the weights (and norm_first) of a ``torch.nn.TransformerEncoderLayer``
-        (for ``EncoderLayer``) or ``torch.nn.TransformerDecoderLayer`` (``DecoderLayer``)."""
+        (for ``EncoderLayer``) or ``torch.nn.TransformerDecoderLayer``
+        (``DecoderLayer``)."""
         kwargs.setdefault("dtype", layer.linear1.weight.dtype)
         kwargs.setdefault("device", layer.linear1.weight.device)
-        return cls.from_params(cls._Params.from_torch(layer), norm_first=layer.norm_first,
-                               fused=fused, **kwargs)
+        return cls.from_params(
+            cls._Params.from_torch(layer),
+            norm_first=layer.norm_first,
+            fused=fused,
+            **kwargs,
+        )
 
 
 class EncoderLayer(_Layer):
@@ -191,15 +206,31 @@ class DecoderLayer(_Layer):
 
     def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None):
         attention = fused_attention if self.self_attn.fused else None
-        return decoder_layer(y, memory, self.params, self_mask, memory_mask,
-                             norm_first=self.norm_first, attention=attention, cache=cache)
+        return decoder_layer(
+            y,
+            memory,
+            self.params,
+            self_mask,
+            memory_mask,
+            norm_first=self.norm_first,
+            attention=attention,
+            cache=cache,
+        )
 
 
 class Encoder(nn.Module):
     """A stack of ``n_layers`` encoder layers (the paper: 6)."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None = None,
-                 *, seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__()
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
@@ -215,8 +246,16 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """A stack of ``n_layers`` decoder layers (the paper: 6)."""
 
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int | None = None,
-                 *, seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        n_layers: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        *,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__()
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
@@ -241,13 +280,29 @@ class Transformer(nn.Module):
     _norms = ("encoder_norm_gamma", "encoder_norm_beta",
               "decoder_norm_gamma", "decoder_norm_beta")
 
-    def __init__(self, vocab_size: int, d_model: int, n_heads: int, d_ff: int | None = None,
-                 n_layers: int = 6, *, norm_first: bool = False, fused: bool = False,
-                 seed: int = 0, device=None, dtype=None):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        n_heads: int,
+        d_ff: int | None = None,
+        n_layers: int = 6,
+        *,
+        norm_first: bool = False,
+        fused: bool = False,
+        seed: int = 0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        params = TransformerParams.random(np.random.default_rng(seed), vocab_size=vocab_size,
-                                          d_model=d_model, n_heads=n_heads, d_ff=d_ff,
-                                          n_layers=n_layers)
+        params = TransformerParams.random(
+            np.random.default_rng(seed),
+            vocab_size=vocab_size,
+            d_model=d_model,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            n_layers=n_layers,
+        )
         self._load(params, norm_first, fused, device, dtype)
 
     def _load(self, params, norm_first, fused, device, dtype):
@@ -272,15 +327,20 @@ class Transformer(nn.Module):
         return module
 
     @classmethod
-    def from_torch(cls, model: nn.Transformer, embedding=None, *, fused=False, **kwargs):
-        """Copy the weights (final norms and norm_first too) of a ``torch.nn.Transformer``,
+    def from_torch(
+        cls, model: nn.Transformer, embedding=None, *, fused=False, **kwargs
+    ):
+        """Copy the weights (final norms and norm_first too) of a torch.nn.Transformer,
         and ``embedding`` (an ``nn.Embedding``), which it does not have."""
         weight = model.encoder.layers[0].linear1.weight
         kwargs.setdefault("dtype", weight.dtype)
         kwargs.setdefault("device", weight.device)
-        return cls.from_params(TransformerParams.from_torch(model, embedding),
-                               norm_first=model.encoder.layers[0].norm_first, fused=fused,
-                               **kwargs)
+        return cls.from_params(
+            TransformerParams.from_torch(model, embedding),
+            norm_first=model.encoder.layers[0].norm_first,
+            fused=fused,
+            **kwargs,
+        )
 
     @property
     def params(self) -> TransformerParams:

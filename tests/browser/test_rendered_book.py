@@ -13,7 +13,12 @@ For every page in ``_toc.yml``:
   ``blob:`` and ``about:`` URLs are allowed (anything else is also aborted), and none fails;
 - every internal link resolves: each relative ``href`` names an existing file, and its
   ``#anchor`` exists in that file;
-- no uncaught JavaScript error.
+- no uncaught JavaScript error;
+- the page fits a laptop: at 1280x900, with every folded block opened, no code block or output
+  (``pre``) scrolls sideways, no display equation is wider than its column, no table is wider
+  than the article, and no typeset formula's assistive MathML holds a backslash (TeX that
+  MathJax did not understand, e.g. ``vocab\\_size``); at a phone's 390 px the page itself does
+  not scroll sideways (a code block may).
 A full-page screenshot of one chapter is kept in ``_build/screenshots/`` (a CI artifact).
 """
 
@@ -135,6 +140,56 @@ async () => {
 """
 
 
+# Runs after INSPECT: opens every folded block, then measures what does not fit.
+LAYOUT = """
+() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-hidden, .toggle-details__container').forEach(e => {
+    e.classList.remove('toggle-hidden'); e.style.display = ''; });
+  const article = document.querySelector('article.bd-article') || document.querySelector('article');
+  const box = article.getBoundingClientRect();
+  const cs = getComputedStyle(article);
+  const right = box.right - parseFloat(cs.paddingRight) + 1;
+  const shown = e => e.offsetParent !== null && e.getClientRects().length > 0;
+  const where = e => {
+    const h = [...document.querySelectorAll('h1, h2, h3')].filter(
+      x => x.compareDocumentPosition(e) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+    return h ? h.textContent.replace('#', '').trim().slice(0, 60) : 'top';
+  };
+  const out = [];
+  for (const pre of [...article.querySelectorAll('pre')].filter(shown)) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const line = pre.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '');
+      out.push(`code block scrolls sideways by ${pre.scrollWidth - pre.clientWidth} px ` +
+               `(under "${where(pre)}"): ${line.slice(0, 100)}`);
+    }
+  }
+  for (const eq of [...article.querySelectorAll('mjx-container[display="true"]')].filter(shown)) {
+    const inner = eq.firstElementChild ? eq.firstElementChild.getBoundingClientRect() : null;
+    const r = eq.getBoundingClientRect();
+    if (eq.scrollWidth > eq.clientWidth + 1 || r.right > right || (inner && inner.right > right)) {
+      out.push(`display equation wider than the column (under "${where(eq)}"): ` +
+               (eq.querySelector('mjx-assistive-mml') || eq).textContent.slice(0, 80));
+    }
+  }
+  for (const t of [...article.querySelectorAll('table')].filter(shown)) {
+    const r = t.getBoundingClientRect();
+    const parent = t.parentElement;
+    if (r.right > right || parent.scrollWidth > parent.clientWidth + 1) {
+      out.push(`table wider than the article by ${Math.round(r.right - right)} px ` +
+               `(under "${where(t)}"): ${t.textContent.trim().slice(0, 60)}`);
+    }
+  }
+  for (const m of document.querySelectorAll('mjx-assistive-mml')) {
+    if (m.textContent.includes('\\\\')) {
+      out.push(`a formula shows a literal backslash: ${m.textContent.slice(0, 80)}`);
+    }
+  }
+  return out;
+}
+"""
+
+
 def _check_link(page_file: Path, raw: str, url: str, page_ids: set[str]) -> str | None:
     parts = urlsplit(url)
     if parts.scheme in ("http", "https", "mailto", "javascript", "tel"):
@@ -196,6 +251,7 @@ def test_page_in_browser(browser, page):
         tab.goto(page_file.as_uri(), wait_until="load")
         report = tab.evaluate(INSPECT)
         _settle(tab, requests, done)
+        layout = tab.evaluate(LAYOUT)
         if page == SCREENSHOT_PAGE or (SCREENSHOT_PAGE not in PAGES and page == PAGES[1 % len(PAGES)]):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             shot = SCREENSHOTS / f"{Path(page).name}.png"
@@ -232,7 +288,27 @@ def test_page_in_browser(browser, page):
     # JavaScript.
     problems += [f"uncaught JavaScript error: {e}" for e in js_errors
                  if not any(known.search(e) for known in KNOWN_JS_ERRORS)]
+    # Layout at 1280 px.
+    problems += layout
     assert not problems, f"{page}.html:\n" + "\n".join(dict.fromkeys(problems))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_fits_a_phone(browser, page):
+    """At 390 px the page itself never scrolls sideways (a code block inside it may)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, service_workers="block")
+    context.route(re.compile(r"^(?!(file|data|blob|about):)"), lambda route: route.abort("blockedbyclient"))
+    tab = context.new_page()
+    try:
+        tab.goto((HTML / f"{page}.html").as_uri(), wait_until="load")
+        tab.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
+        width = tab.evaluate("document.documentElement.scrollWidth")
+        wide = tab.evaluate("""() => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, .highlight, mjx-container, .pst-scrollable-table-container, table'))
+            .slice(0, 5).map(e => e.tagName + '.' + e.className)""")
+    finally:
+        context.close()
+    assert width <= 390, f"{page}.html is {width} px wide at a 390 px viewport; widest: {wide}"
 
 
 def test_some_page_has_typeset_math():
