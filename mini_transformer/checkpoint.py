@@ -21,20 +21,25 @@ def average_params(params_list):
     if not params_list:
         raise ValueError("average_params needs at least one params container")
 
+    layout = _layout(params_list[0])
+    for i, p in enumerate(params_list[1:], 1):
+        if _layout(p) != layout:
+            differ = sorted(set(layout.items()) ^ set(_layout(p).items()))[:2]
+            raise ValueError(f"average_params needs params of one layout: params 0 "
+                             f"and {i} differ in (array, shape) {differ}")
+
     def mean(*arrays):
-        shapes = {tuple(a.shape) for a in arrays}
-        if len(shapes) > 1:
-            raise ValueError(f"average_params needs params of one layout, got "
-                             f"arrays of shapes {sorted(shapes)}")
         return sum(arrays[1:], arrays[0]) / len(arrays)
 
-    try:
-        return tree_map(mean, *params_list)
-    except (TypeError, AttributeError, ValueError) as e:  # another depth, None
-        raise ValueError(f"average_params needs params of one layout: {e}") from None
+    return tree_map(mean, *params_list)
 
 
-def _flatten(params) -> dict:
+def _layout(params) -> dict:
+    """{path: shape} of every array."""
+    return {k: tuple(a.shape) for k, a in _flatten(params, as_numpy=False).items()}
+
+
+def _flatten(params, as_numpy=True) -> dict:
     """{"encoder_layers.0.attn.W_Q": array, ...}: every array under its path."""
     out = {}
 
@@ -46,7 +51,7 @@ def _flatten(params) -> dict:
             for i, item in enumerate(obj):
                 walk(item, f"{prefix}{i}.")
         elif hasattr(obj, "shape"):
-            out[prefix[:-1]] = np.asarray(obj)
+            out[prefix[:-1]] = np.asarray(obj) if as_numpy else obj
     walk(params, "")
     return out
 

@@ -60,6 +60,7 @@ CATEGORIES = {
     "gradients": "Gradients and the loss",
     "other": "Other refused arguments",
     "interop": "torch.nn modules the interop cannot represent",
+    "translation": "Translation: subwords, batches, dropout, beam search, checkpoints",
 }
 
 
@@ -401,6 +402,36 @@ REFUSED = [
     R("interop-d-v", "interop", "heads with d_v != d_model / n_heads, to torch",
       "mt.MultiHeadParams(**{**vars(mha), 'W_V': np.ones((2, 8, 3))}).to_torch()",
       "torch.nn.MultiheadAttention needs d_k = d_v = d_model / n_heads"),
+    # translation (issue 19)
+    R("bpe-unknown-character", "translation", "a character the BPE never saw",
+      "mt.BPE.learn(['one two'], 20).encode('one!')",
+      "has characters that are not in the BPE alphabet: ['!']"),
+    R("bpe-double-space", "translation", "text the BPE cannot give back exactly",
+      "mt.BPE.learn(['one two'], 20).encode('one  two')",
+      "BPE text must be non-empty words separated by single spaces"),
+    R("bpe-vocab-too-small", "translation", "a vocabulary smaller than the characters",
+      "mt.BPE.learn(['one two'], 5)",
+      "vocab_size=5 is smaller than the 3 specials plus the 10 characters"),
+    R("bpe-foreign-file", "translation", "a JSON object that is not a BPE",
+      "mt.BPE.from_dict({'vocab': []})", "is not a BPE file"),
+    R("batch-budget", "translation", "a sequence longer than the token budget",
+      "mt.batching.batch_by_length([[5, 6, 7]], [[5]], 2, 0)",
+      "a sequence of 3 tokens does not fit a budget of max_tokens=2"),
+    R("dropout-rate", "translation", "a dropout rate of 1",
+      "mt.transformer(src, src, model, p_drop=1.0, rng=rng)",
+      "p_drop must be a number in [0, 1), got 1.0"),
+    R("dropout-no-rng", "translation", "dropout without a random generator",
+      "mt.transformer(src, src, model, p_drop=0.1)", "p_drop=0.1 needs an rng"),
+    R("beam-size", "translation", "a beam of size 0",
+      "mt.beam_search(src, model, 0, 1, beam_size=0)",
+      "beam_size must be an integer >= 1, got 0"),
+    R("beam-alpha", "translation", "a negative length-penalty exponent",
+      "mt.beam_search(src, model, 0, 1, alpha=-1)",
+      "alpha must be a number >= 0, got -1"),
+    R("average-layouts", "translation", "averaging checkpoints of different depths",
+      "mt.average_params([model, mt.TransformerParams.random(rng, vocab_size=10, "
+      "d_model=8, n_heads=2, n_layers=2)])",
+      "average_params needs params of one layout"),
 ]
 
 
