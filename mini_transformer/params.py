@@ -107,14 +107,22 @@ class MultiHeadParams(_Params):
     def from_torch(cls, mha) -> "MultiHeadParams":
         """Weights of a ``torch.nn.MultiheadAttention`` as NumPy float64 arrays."""
         if not mha._qkv_same_embed_dim:
-            raise ValueError("only MultiheadAttention with kdim == vdim == embed_dim is supported")
+            raise ValueError(
+                "only MultiheadAttention with kdim == vdim == embed_dim is supported"
+            )
         if mha.bias_k is not None or mha.add_zero_attn:
             raise ValueError("add_bias_kv and add_zero_attn are not supported")
         h, E = mha.num_heads, mha.embed_dim
         d_k = E // h
         W = _numpy(mha.in_proj_weight)  # (3E, E), torch computes x @ W.T
-        bias = _numpy(mha.in_proj_bias) if mha.in_proj_bias is not None else np.zeros(3 * E)
-        b_out = _numpy(mha.out_proj.bias) if mha.out_proj.bias is not None else np.zeros(E)
+        bias = (
+            _numpy(mha.in_proj_bias)
+            if mha.in_proj_bias is not None
+            else np.zeros(3 * E)
+        )
+        b_out = (
+            _numpy(mha.out_proj.bias) if mha.out_proj.bias is not None else np.zeros(E)
+        )
 
         def heads(Wp):  # (E_out, E_in) -> (h, E_in, d_k)
             return Wp.reshape(h, d_k, E).transpose(0, 2, 1).copy()
@@ -127,7 +135,8 @@ class MultiHeadParams(_Params):
         )
 
     def to_torch(self, *, dtype=None, device=None):
-        """A ``torch.nn.MultiheadAttention`` (batch_first, no dropout) with these weights."""
+        """A torch.nn.MultiheadAttention (batch_first, no dropout) with these weights.
+        """
         import torch
 
         dtype = dtype or torch.float64
@@ -177,7 +186,9 @@ class FeedForwardParams(_Params):
         """Glorot-uniform weights (float64 NumPy); d_ff defaults to 4 d_model."""
         d_ff = 4 * d_model if d_ff is None else d_ff
         if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be positive, got {d_model}, {d_ff}")
+            raise ValueError(
+                f"d_model and d_ff must be positive, got {d_model}, {d_ff}"
+            )
         return cls(
             W_1=_uniform(rng, d_model, d_ff, (d_model, d_ff)),
             b_1=rng.normal(0, 0.1, size=d_ff),
@@ -291,9 +302,15 @@ class DecoderLayerParams(_Params):
 
         dtype = dtype or torch.float64
         layer = torch.nn.TransformerDecoderLayer(
-            self.d_model, self.self_attn.n_heads, dim_feedforward=self.ffn.d_ff,
-            dropout=0.0, layer_norm_eps=self.eps, batch_first=True, norm_first=norm_first,
-            device=device, dtype=dtype,
+            self.d_model,
+            self.self_attn.n_heads,
+            dim_feedforward=self.ffn.d_ff,
+            dropout=0.0,
+            layer_norm_eps=self.eps,
+            batch_first=True,
+            norm_first=norm_first,
+            device=device,
+            dtype=dtype,
         )
         layer.self_attn = self.self_attn.to_torch(dtype=dtype, device=device)
         layer.multihead_attn = self.cross_attn.to_torch(dtype=dtype, device=device)
@@ -308,7 +325,7 @@ class TransformerParams(_Params):
     embedding: (vocab_size, d_model), shared by the source and target embeddings
     and the pre-softmax projection (the paper's §3.4); None when absent (a
     ``torch.nn.Transformer`` has none).
-    encoder_layers, decoder_layers: tuples of ``EncoderLayerParams`` / ``DecoderLayerParams``.
+    encoder_layers, decoder_layers: tuples of EncoderLayerParams / DecoderLayerParams.
     encoder_norm_gamma, ... : the LayerNorms after each stack, (d_model,); the
     paper's post-LN model has none (None), ``torch.nn.Transformer`` has both.
     """
@@ -325,7 +342,9 @@ class TransformerParams(_Params):
     @property
     def d_model(self) -> int:
         layers = (*self.encoder_layers, *self.decoder_layers)
-        return self.embedding.shape[1] if self.embedding is not None else layers[0].d_model
+        return (
+            self.embedding.shape[1] if self.embedding is not None else layers[0].d_model
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -355,7 +374,9 @@ class TransformerParams(_Params):
         """
         if vocab_size < 1 or n_layers < 0:
             raise ValueError(
-                f"vocab_size must be >= 1 and n_layers >= 0, got {vocab_size}, {n_layers}")
+                "vocab_size must be >= 1 and n_layers "
+                f">= 0, got {vocab_size}, {n_layers}"
+            )
         sizes = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff)
         return cls(
             embedding=rng.normal(0, d_model ** -0.5, size=(vocab_size, d_model)),
@@ -379,7 +400,8 @@ class TransformerParams(_Params):
         for name, (gamma, beta) in zip(stacks, _norms_from_torch(*norms)):
             final |= {f"{name}_norm_gamma": gamma, f"{name}_norm_beta": beta}
         if embedding is not None:
-            weight = getattr(embedding, "weight", embedding)  # an nn.Embedding, or its weight
+            # an nn.Embedding, or its weight
+            weight = getattr(embedding, "weight", embedding)
             embedding = (_numpy(weight) if hasattr(weight, "detach")
                          else np.array(weight, dtype=np.float64))
             if embedding.ndim != 2 or embedding.shape[1] != model.d_model:
@@ -387,8 +409,12 @@ class TransformerParams(_Params):
                                  f"{model.d_model}), got {embedding.shape}")
         return cls(
             embedding=embedding,
-            encoder_layers=tuple(map(EncoderLayerParams.from_torch, model.encoder.layers)),
-            decoder_layers=tuple(map(DecoderLayerParams.from_torch, model.decoder.layers)),
+            encoder_layers=tuple(
+                map(EncoderLayerParams.from_torch, model.encoder.layers)
+            ),
+            decoder_layers=tuple(
+                map(DecoderLayerParams.from_torch, model.decoder.layers)
+            ),
             **final,
         )
 
@@ -405,17 +431,30 @@ class TransformerParams(_Params):
 
         layer = (*self.encoder_layers, *self.decoder_layers)[0]
         n_heads = (layer.attn if hasattr(layer, "attn") else layer.self_attn).n_heads
-        with warnings.catch_warnings():  # the nested-tensor fast path, switched off below
+        # the nested-tensor fast path, switched off below
+        with (warnings.catch_warnings()):
             warnings.filterwarnings("ignore", "enable_nested_tensor is True")
             model = torch.nn.Transformer(
-                self.d_model, n_heads, len(self.encoder_layers), len(self.decoder_layers),
-                layer.ffn.d_ff, dropout=0.0, layer_norm_eps=self.eps, batch_first=True,
-                norm_first=norm_first, device=device, dtype=dtype or torch.float64,
+                self.d_model,
+                n_heads,
+                len(self.encoder_layers),
+                len(self.decoder_layers),
+                layer.ffn.d_ff,
+                dropout=0.0,
+                layer_norm_eps=self.eps,
+                batch_first=True,
+                norm_first=norm_first,
+                device=device,
+                dtype=dtype or torch.float64,
             )
         model.encoder.use_nested_tensor = False
         kw = dict(norm_first=norm_first, dtype=dtype, device=device)
-        model.encoder.layers = torch.nn.ModuleList(p.to_torch(**kw) for p in self.encoder_layers)
-        model.decoder.layers = torch.nn.ModuleList(p.to_torch(**kw) for p in self.decoder_layers)
+        model.encoder.layers = torch.nn.ModuleList(
+            p.to_torch(**kw) for p in self.encoder_layers
+        )
+        model.decoder.layers = torch.nn.ModuleList(
+            p.to_torch(**kw) for p in self.decoder_layers
+        )
         for stack, gamma, beta in (
                 (model.encoder, self.encoder_norm_gamma, self.encoder_norm_beta),
                 (model.decoder, self.decoder_norm_gamma, self.decoder_norm_beta)):
@@ -481,8 +520,12 @@ def _put(param, a):
 
 def _put_ffn_and_norms(layer, p, n_norms):
     """Copy the feed-forward weights and the LayerNorms of ``p`` into a torch layer."""
-    for param, a in ((layer.linear1.weight, p.ffn.W_1.T), (layer.linear1.bias, p.ffn.b_1),
-                     (layer.linear2.weight, p.ffn.W_2.T), (layer.linear2.bias, p.ffn.b_2)):
+    for param, a in (
+        (layer.linear1.weight, p.ffn.W_1.T),
+        (layer.linear1.bias, p.ffn.b_1),
+        (layer.linear2.weight, p.ffn.W_2.T),
+        (layer.linear2.bias, p.ffn.b_2),
+    ):
         _put(param, a)
     for i in range(1, n_norms + 1):
         norm = getattr(layer, f"norm{i}")
