@@ -289,6 +289,27 @@ def attention_explorer(name: str, models: dict, *, default=None, decimals: int =
                     f"{len(out)} models, {n_ex} inputs, {len(shapes)} maps")
 
 
+def attention_inputs(maps: dict, sources, targets, labels=None) -> list[dict]:
+    """The inputs of ``attention_explorer`` from a batch's maps, one per example.
+
+    maps: {kind: [weights (batch, h, n_q, n_k) of layer 0, layer 1, ...]} for a batch
+    whose first examples have the token strings ``sources`` and ``targets`` (the
+    decoder's input tokens). Each map is cut to the example's own lengths, so padding
+    beyond them does not show. labels: one per example (default: its source).
+    """
+    out = []
+    for b, (src, tgt) in enumerate(zip(sources, targets)):
+        sizes = {"source": len(src), "target": len(tgt)}
+        cut = {}
+        for kind, layers in maps.items():
+            n_q, n_k = (sizes[axis] for axis in AXES[kind])
+            cut[kind] = [np.asarray(w[b])[:, :n_q, :n_k] for w in layers]
+        label = labels[b] if labels else f"{b + 1}: " + " ".join(map(str, src))
+        out.append({"label": label, "source": list(src), "target": list(tgt),
+                    "maps": cut})
+    return out
+
+
 def static_figure(explorer: Explorer):
     """A matplotlib figure of the explorer's default view (the no-JavaScript view)."""
     import matplotlib.pyplot as plt

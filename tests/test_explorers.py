@@ -135,6 +135,26 @@ def test_attention_stores_thousandths_and_the_mean_of_the_heads():
         assert stored["mean"] == [[round(x * 1000) for x in row] for row in mean]
 
 
+def test_attention_inputs_cut_each_example_to_its_tokens():
+    rng = np.random.default_rng(3)
+    batch, h, n_src, n_tgt = 2, 2, 5, 6                      # padded lengths
+    maps = {"encoder self": [rng.random((batch, h, n_src, n_src))],
+            "decoder self": [rng.random((batch, h, n_tgt, n_tgt))],
+            "cross": [rng.random((batch, h, n_tgt, n_src))]}
+    sources = [["a", "b", "c"], ["d", "e", "f", "g", "h"]]
+    targets = [["BOS", "x"], ["BOS", "y", "z", "w", "v", "u"]]
+    inputs = explorers.attention_inputs(maps, sources, targets)
+    assert [e["label"] for e in inputs] == ["1: a b c", "2: d e f g h"]
+    first = inputs[0]["maps"]
+    assert first["encoder self"][0].shape == (h, 3, 3)
+    assert first["decoder self"][0].shape == (h, 2, 2)
+    assert first["cross"][0].shape == (h, 2, 3)
+    assert (first["cross"][0] == maps["cross"][0][0, :, :2, :3]).all()
+    assert inputs[1]["maps"]["cross"][0].shape == (h, 6, 5)
+    a = explorers.attention_explorer("cut", {"m": inputs})      # accepted as they are
+    assert a.payload["models"][0]["examples"][1]["target"] == targets[1]
+
+
 def test_attention_refuses_maps_that_do_not_fit_the_tokens():
     ex = example(np.random.default_rng(0), ["1", "2", "3"])
     ex["maps"]["cross"] = [np.ones((2, 3, 3)) / 3]       # target has 4 tokens
