@@ -33,7 +33,8 @@ WIDTH = 80          # the stored JSON and the title: lines of at most 80 charact
 
 CSS = """
 .mtx { font: 14px/1.4 system-ui, sans-serif; border: 1px solid #ccd;
-  border-radius: 6px; padding: 10px 12px; margin: 8px 0; max-width: 760px; }
+  border-radius: 6px; padding: 10px 12px; margin: 8px 0; max-width: 760px;
+  background: #fff; color: #111; color-scheme: light; }
 .mtx-title { font-weight: 600; margin-bottom: 6px; }
 .mtx-row, .mtx-readout { margin: 6px 0; }
 .mtx-readout { font-family: ui-monospace, monospace; white-space: pre-wrap; }
@@ -373,8 +374,8 @@ def static_figure(explorer: Explorer):
     im = ax.imshow(w, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(cols)), cols)
     ax.set_yticks(range(len(rows)), rows)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel(f"key ({d['axes'][kind][1]})")
+    ax.set_ylabel(f"query ({d['axes'][kind][0]})")
     head = "mean of the heads" if df["head"] == "mean" else f"head {df['head'] + 1}"
     ax.set_title(f"{model['name']}: {kind}, layer {df['layer'] + 1}, {head}",
                  fontsize=10)
