@@ -111,7 +111,7 @@ window.mtExplorers = (function () {
   function temperature(root, d) {
     var digits = d.decimals;
     var s = slider("tau-slider", d.taus.length - 1, d["default"],
-                   "temperature T (log scale, " + d.taus[0] + " to " +
+                   "temperature \u03c4 (log scale, " + d.taus[0] + " to " +
                    d.taus[d.taus.length - 1] + ")");
     s.input.classList.add("mtx-wide");
     root.appendChild(s.wrap);
@@ -126,9 +126,9 @@ window.mtExplorers = (function () {
     });
     root.appendChild(buttons);
     var read = el("div", {"class": "mtx-readout"});
-    read.appendChild(document.createTextNode("T = "));
+    read.appendChild(document.createTextNode("\u03c4 = "));
     var tau = read.appendChild(el("span", {"data-testid": "tau"}));
-    read.appendChild(document.createTextNode("   entropy H = "));
+    read.appendChild(document.createTextNode("   entropy = "));
     var ent = read.appendChild(el("span", {"data-testid": "entropy"}));
     read.appendChild(document.createTextNode(" nats (one-hot 0, uniform log n = " +
                                              fixed(d.log_n, digits) + ")"));
@@ -157,7 +157,7 @@ window.mtExplorers = (function () {
         return [Math.log10(t), String(t)];
       }),
       marks: d.marks.map(function (m) { return [logs[m.index], m.label]; }),
-      xlabel: "temperature T (log scale)", ylabel: "entropy H (nats)"});
+      xlabel: "temperature \u03c4 (log scale)", ylabel: "entropy (nats)"});
     root.appendChild(c.node);
     function update() {
       var i = Number(s.input.value);

@@ -159,7 +159,7 @@ def _markup(kind: str, name: str, title: str, data: dict) -> str:
 
 
 def entropy(p, axis: int = -1):
-    """H = -sum p log p in nats, with 0 log 0 = 0."""
+    """The entropy -sum p log p in nats, with 0 log 0 = 0."""
     p = np.asarray(p, dtype=np.float64)
     safe = np.where(p > 0, p, 1.0)
     return -np.sum(np.where(p > 0, p * np.log(safe), 0.0), axis=axis)
@@ -197,7 +197,7 @@ def temperature_explorer(name: str, scores, *, marks=None, default: float = 1.0,
                   for k, t in marks.items()],
         "default": index[float(f"{default:.4g}")],
     }
-    title = "Softmax weights of one row of scores as the temperature T changes"
+    title = "Softmax weights of one row of scores as the temperature \u03c4 changes"
     return Explorer("temperature", name, title, data,
                     f"{len(scores)} scores, {len(taus)} temperatures "
                     f"from {taus[0]:g} to {taus[-1]:g}")
@@ -312,36 +312,48 @@ def attention_inputs(maps: dict, sources, targets, labels=None) -> list[dict]:
 
 
 def static_figure(explorer: Explorer):
-    """A matplotlib figure of the explorer's default view (the no-JavaScript view)."""
+    """A matplotlib figure of the explorer's default view (the no-JavaScript view).
+
+    The temperature and positional views set their text in 11 pt on figures 8.5 inches
+    wide: at the book's column width (about 760 px at 1280 px) no label is smaller than
+    the page's small text. The attention map is narrower and keeps the default size.
+    """
     import matplotlib.pyplot as plt
 
+    if explorer.kind == "attention":
+        return _static_figure(explorer, plt)
+    with plt.rc_context({"font.size": 11}):
+        return _static_figure(explorer, plt)
+
+
+def _static_figure(explorer: Explorer, plt):
     d = explorer.payload
     if explorer.kind == "temperature":
         taus, i = np.array(d["taus"]), d["default"]
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained",
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.5, 3.4), layout="constrained",
                                        gridspec_kw={"width_ratios": [1, 1.4]})
         ax1.barh(range(len(d["labels"])), d["weights"][i], color="#3a6fb0")
         ax1.set_yticks(range(len(d["labels"])), d["labels"])
         ax1.invert_yaxis()
         ax1.set_xlim(0, 1)
         ax1.set_xlabel("weight")
-        ax1.set_title(f"weights at T = {taus[i]:g}")
+        ax1.set_title(f"weights at \u03c4 = {taus[i]:g}")
         ax2.semilogx(taus, d["entropy"], color="#3a6fb0")
         ax2.plot(taus[i], d["entropy"][i], "o", color="#e67e22")
         for m in d["marks"]:
             ax2.axvline(taus[m["index"]], color="#c0392b", ls="--", lw=1)
             ax2.annotate(m["label"], (taus[m["index"]], 0.05), xytext=(3, 0),
-                         textcoords="offset points", fontsize=8)
+                         textcoords="offset points", fontsize=10)
         ticks = [0.05, 0.1, 0.5, 1, 2, 5, 10, 20]
         ax2.set_xticks(ticks, [f"{t:g}" for t in ticks])
-        ax2.set_xlabel("temperature T (log scale)")
-        ax2.set_ylabel("entropy H (nats)")
+        ax2.set_xlabel("temperature \u03c4 (log scale)")
+        ax2.set_ylabel("entropy (nats)")
         ax2.set_title("entropy of the weights")
         return fig
     if explorer.kind == "positional":
         df, pe = d["default"], np.array(d["pe"])
         pos, k, i = df["pos"], df["k"], df["i"]
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained",
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.5, 3.4), layout="constrained",
                                        gridspec_kw={"width_ratios": [2, 1]})
         dots = d["dots"][pos]
         ax1.plot(range(len(dots)), dots, color="#3a6fb0")
@@ -360,7 +372,7 @@ def static_figure(explorer: Explorer):
         ax2.set_xlabel("cos")
         ax2.set_ylabel("sin")
         ax2.set_title(f"pair i = {i}, k = {k}")
-        ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+        ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1))
         return fig
     df = d["default"]
     model = d["models"][df["model"]]

@@ -18,7 +18,7 @@ from IPython.core.formatters import DisplayFormatter
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 import explorers  # noqa: E402
 
-MARKS = {"T = 1": 1.0, "T = 8": 8.0}
+MARKS = {"\u03c4 = 1": 1.0, "\u03c4 = 8": 8.0}
 SCORES = [2.0, 1.0, 0.5, -1.0]
 
 
@@ -89,6 +89,21 @@ def test_temperature_marks_and_default_are_grid_points(temperature):
     assert d["taus"][d["default"]] == 1.0
     assert d["log_n"] == round(math.log(4), 4)
     assert d["labels"] == ["s1 = 2", "s2 = 1", "s3 = 0.5", "s4 = -1"]
+
+
+def test_temperature_is_tau_in_every_label(temperature):
+    """The book writes the temperature tau (T is no symbol of its notation)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    assert "\u03c4" in temperature.title and " T " not in temperature.title
+    fig = explorers.static_figure(temperature)
+    texts = [t.get_text() for ax in fig.axes
+             for t in (ax.title, ax.xaxis.label, ax.yaxis.label)]
+    assert any("\u03c4" in t for t in texts)
+    assert not any(re.search(r"\bT\b|\bH\b", t) for t in texts), texts
+    js = (Path(explorers.__file__).with_suffix(".js")).read_text()
+    assert "temperature T" not in js and '"T = "' not in js and "entropy H" not in js
 
 
 def test_positional_data_is_the_sinusoids_rounded(positional):

@@ -120,6 +120,9 @@ def test_temperature_slider(browser):  # noqa: F811
         root.get_by_test_id("mark-1").click()                    # T = sqrt(d_k) = 8
         check(marks[d["marks"][1]["label"]])
         assert float(shown(root, "tau")) == 8.0
+        text = root.inner_text()
+        assert "\u03c4 = " in text and "temperature \u03c4" in text
+        assert not re.search(r"\bT = |entropy H", text)
 
 
 def test_positional_explorer(browser):  # noqa: F811
