@@ -9,12 +9,13 @@ gives the package's hand-derived gradients), the package's ``adam_step`` (β₁ 
 ε 1e-9), the paper's learning-rate schedule, eq. (3), and label smoothing 0.1 unless the
 experiment varies it:
 
-- ``scale``: attention with and without the 1/√d_k of the paper's eq. (1), at the paper's
-  d_k = 64 (d_model 64, one head); ``scale_dk8``: the same at the chapter's d_k = 8 (d_model
-  32, four heads). Without the scale the scores are q·k: the package's attention is called
-  on √d_k·q, which cancels its division. Also recorded: the mean largest attention weight of
-  the first encoder layer at initialisation, and the norm of the first step's gradient of
-  the encoder's W_Q.
+- ``scale_dk64`` and ``scale_dk8``: attention with and without the 1/√d_k of the paper's
+  eq. (1), at one width and one schedule (d_model 64, d_ff 128, the same peak learning
+  rate): one head, so the paper's d_k = 64, against eight heads, so d_k = 8, five seeds
+  each. Without the scale the scores are q·k: the package's attention is called on √d_k·q,
+  which cancels its division. Also recorded: the mean largest attention weight of the
+  first encoder layer at initialisation, and the norm of the first step's gradient of the
+  encoder's W_Q.
 - ``layernorm``: a deeper model (6 + 6 layers): post-LN with warm-up (the paper), post-LN
   without warm-up, pre-LN without warm-up (Xiong et al., 2020). "Without warm-up" means the
   schedule's peak from the first step, then its decay: lr(step) = lrate(max(step, warmup)).
@@ -59,12 +60,15 @@ N_TEST = 500                   # held-out sequences per evaluation
 # model: d_model, n_heads, d_ff, n_layers; train: batch, steps, warmup, eval_every.
 # settings: name -> (scale, norm_first, warmup, label_smoothing).
 FULL = {
-    "scale": dict(model=dict(d_model=64, n_heads=1, d_ff=128, n_layers=2),
-                  batch=64, steps=400, warmup=200, eval_every=50, seeds=[0, 1, 2],
-                  settings={"scaled": (True, False, True, 0.1),
-                            "unscaled": (False, False, True, 0.1)}),
-    "scale_dk8": dict(model=dict(d_model=32, n_heads=4, d_ff=64, n_layers=2),
-                      batch=64, steps=400, warmup=200, eval_every=50, seeds=[0, 1, 2],
+    # the scale at d_k = 64 and d_k = 8: the same d_model, d_ff, schedule and seeds
+    "scale_dk64": dict(model=dict(d_model=64, n_heads=1, d_ff=128, n_layers=2),
+                       batch=64, steps=400, warmup=200, eval_every=50,
+                       seeds=[0, 1, 2, 3, 4],
+                       settings={"scaled": (True, False, True, 0.1),
+                                 "unscaled": (False, False, True, 0.1)}),
+    "scale_dk8": dict(model=dict(d_model=64, n_heads=8, d_ff=128, n_layers=2),
+                      batch=64, steps=400, warmup=200, eval_every=50,
+                      seeds=[0, 1, 2, 3, 4],
                       settings={"scaled": (True, False, True, 0.1),
                                 "unscaled": (False, False, True, 0.1)}),
     "layernorm": dict(model=dict(d_model=32, n_heads=4, d_ff=64, n_layers=6),

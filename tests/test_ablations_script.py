@@ -17,7 +17,7 @@ def test_ablations_quick(tmp_path):
     ablations.main(["--quick", "--out", str(out)])
     result = json.loads(out.read_text())
     assert result["meta"]["quick"] is True and result["meta"]["total_s"] > 0
-    assert set(result["experiments"]) == {"scale", "scale_dk8", "layernorm", "smoothing"}
+    assert set(result["experiments"]) == {"scale_dk64", "scale_dk8", "layernorm", "smoothing"}
     for name, exp in result["experiments"].items():
         cfg = exp["config"]
         expected = {(s, seed) for s in cfg["settings"] for seed in cfg["seeds"]}
@@ -34,10 +34,17 @@ def test_ablations_quick(tmp_path):
     # Something real about the numbers: without the scale, the softmax of a random model is
     # sharper; a run "without warm-up" starts at the schedule's peak, the warm-up run below it;
     # the first loss of a run is near ln V (a random model guesses).
-    runs = {(r["setting"], r["seed"]): r for r in result["experiments"]["scale"]["runs"]}
-    for seed in result["experiments"]["scale"]["config"]["seeds"]:
+    dk64 = result["experiments"]["scale_dk64"]
+    runs = {(r["setting"], r["seed"]): r for r in dk64["runs"]}
+    for seed in dk64["config"]["seeds"]:
         assert (runs["unscaled", seed]["initial"]["max_weight_enc0"]
                 > runs["scaled", seed]["initial"]["max_weight_enc0"])
+    # the two scale experiments differ in the number of heads only
+    m64, m8 = (result["experiments"][n]["config"] for n in ("scale_dk64", "scale_dk8"))
+    assert m64["model"] | {"n_heads": m8["model"]["n_heads"]} == m8["model"]
+    assert m8["model"]["n_heads"] > m64["model"]["n_heads"] == 1
+    assert {k: v for k, v in m64.items() if k != "model"} == {
+        k: v for k, v in m8.items() if k != "model"}
     ln = {r["setting"]: r for r in result["experiments"]["layernorm"]["runs"]}
     cfg = result["experiments"]["layernorm"]["config"]
     peak = ablations.learning_rate(cfg["warmup"], cfg["model"]["d_model"], cfg["warmup"])
