@@ -417,3 +417,52 @@ def test_no_plumbing_in_the_chapters(page):
                 texts.append("".join(out.get("text", "")))
     found = [m.group(0) for t in texts for m in PLUMBING.finditer(t)]
     assert not found, f"{page}: {found}"
+
+
+# --- one main line per chapter ----------------------------------------------------------------
+
+MAIN_TEXT_WORDS = 3500
+
+
+def main_text_words(nb_path: Path) -> int:
+    """Words of a chapter's main text: its Markdown outside the Exercises and *Checking the
+    sources* sections, outside folded blocks ({dropdown}, admonitions) and display math."""
+    nb = json.loads(nb_path.read_text())
+    words, skip = 0, False
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = ""
+        for part in re.split(r"(?m)^(#{1,3} .*)$", "".join(cell["source"])):
+            if re.match(r"#{1,3} ", part):
+                skip = bool(re.match(r"#{1,3} (Exercises|Checking the sources)", part))
+            elif not skip:
+                text += part
+        text = re.sub(r"(`{3,}|:{3,})\{(dropdown|admonition)\}.*?\n\1", "", text, flags=re.S)
+        text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+        words += len(re.findall(r"[A-Za-z][A-Za-z'’-]*", text))
+    return words
+
+
+def test_main_text_counter():
+    """The counter skips what it should: folded blocks, exercises, the sources, display math."""
+    cells = [
+        "# Title\none two three\n```{dropdown} Folded\nfour five\n```\n$$a + b$$\n",
+        "## Exercises\nsix seven\n## Checking the sources\neight\n",
+        "## Back\nnine ten\n",
+    ]
+    nb = {"cells": [{"cell_type": "markdown", "source": [c]} for c in cells]}
+    path = Path(__file__).with_name("_words_probe.ipynb")
+    try:
+        path.write_text(json.dumps(nb))
+        assert main_text_words(path) == 3 + 2  # one two three, nine ten (headings not counted)
+    finally:
+        path.unlink()
+
+
+@pytest.mark.parametrize("entry", [e for e in TOC if "appendix" not in e and _source_of(e).suffix == ".ipynb"])
+def test_main_text_is_at_most_3500_words(entry):
+    words = main_text_words(_source_of(entry))
+    assert words <= MAIN_TEXT_WORDS, (
+        f"{entry}: {words} words of main text (at most {MAIN_TEXT_WORDS}): fold verification, "
+        "audits and digressions into a {dropdown} or an appendix")
