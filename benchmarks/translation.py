@@ -1,0 +1,212 @@
+"""The translation chapter's model (issue 19): training speed and decoding speed.
+
+1. One training step (forward, backward, Adam) of the numbers model (post-LN,
+   d_model 64, 2 + 2 layers, 4 heads, d_ff 256, BPE of 200 tokens, a batch of
+   about 3,000 tokens, dropout 0.1, label smoothing 0.1, float32) three ways: NumPy
+   with the hand gradients (``loss_and_grads``), and ``torch.nn.Transformer`` with
+   autograd and ``torch.optim.Adam`` at the same size, the same schedule.
+2. Time to >= 99% held-out exact match (greedy, on 500 held-out numbers checked
+   every 50 steps; evaluation time not counted), both ways, from the same start.
+3. Decoding all 10,310 held-out numbers with the committed model: greedy and beam 4
+   (α = 0.6), seconds and exact match.
+
+    .venv/bin/python benchmarks/translation.py            # several minutes on 2 cores
+    .venv/bin/python benchmarks/translation.py --quick    # a smoke test in seconds
+
+Results go to benchmarks/results/translation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import mini_transformer as mt
+from mini_transformer.numbers import (BPE_FILE, DATA, MODEL, encode_pairs,
+                                      training_numbers)
+from mini_transformer.optim import AdamState, adam_step, learning_rate
+from mini_transformer.tasks import number_words, split_numbers
+
+RESULTS = Path(__file__).resolve().parent / "results" / "translation.json"
+SIZE = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)
+P_DROP, SMOOTHING, WARMUP, MAX_TOKENS = 0.1, 0.1, 200, 3000
+
+
+def setup(seed=0, n_pool=30_000, n_eval=500, n_bpe=5000):
+    rng = np.random.default_rng(seed)
+    bpe = mt.BPE.learn([t for p in number_words(training_numbers(rng, n_bpe))
+                        for t in p], 200)
+    src, tgt = encode_pairs(number_words(training_numbers(rng, n_pool)), bpe)
+    _, held = split_numbers()
+    held = rng.choice(held, n_eval, replace=False)
+    evaluation = number_words(held)
+    params = mt.TransformerParams.random(rng, vocab_size=len(bpe), d_model=64,
+                                         n_heads=4, n_layers=2)
+    return rng, bpe, src, tgt, evaluation, params.map(lambda a: a.astype(np.float32))
+
+
+class NumpyTrainer:
+    """The package: NumPy arrays, hand gradients, the package's Adam."""
+
+    def __init__(self, params, bpe, seed):
+        self.params, self.bpe = params, bpe
+        self.state = AdamState.zeros_like(params)
+        self.rng = np.random.default_rng(seed)
+
+    def step(self, s, t, step):
+        lr = learning_rate(step, SIZE["d_model"], WARMUP)
+        loss, grads = mt.loss_and_grads(
+            self.params, s, t[:, :-1], t[:, 1:], SMOOTHING, self.bpe.pad_id,
+            src_mask=(s != self.bpe.pad_id)[:, None, :], p_drop=P_DROP, rng=self.rng)
+        self.params, self.state = adam_step(self.params, grads, self.state, lr)
+        return float(loss)
+
+    def eval_params(self):
+        return self.params
+
+
+class TorchTrainer:
+    """torch.nn.Transformer (post-LN, no final norms, dropout 0.1) with the same
+    tied embedding, √d_model scale and sinusoidal encoding; autograd; torch Adam."""
+
+    def __init__(self, params, bpe, seed):
+        torch.manual_seed(seed)
+        self.bpe = bpe
+        self.model = params.to_torch(dtype=torch.float32).train()
+        for layer in (*self.model.encoder.layers, *self.model.decoder.layers):
+            for name, module in layer.named_modules():
+                if isinstance(module, torch.nn.Dropout):
+                    module.p = P_DROP
+        self.E = torch.nn.Parameter(torch.as_tensor(params.embedding))
+        self.pe = torch.as_tensor(mt.positional_encoding(128, SIZE["d_model"]),
+                                  dtype=torch.float32)
+        self.opt = torch.optim.Adam([self.E, *self.model.parameters()], lr=1.0,
+                                    betas=(0.9, 0.98), eps=1e-9)
+        self.drop = torch.nn.Dropout(P_DROP)
+
+    def embed(self, ids):
+        return self.drop(self.E[ids] * math.sqrt(SIZE["d_model"])
+                         + self.pe[: ids.shape[1]])
+
+    def step(self, s, t, step):
+        for group in self.opt.param_groups:
+            group["lr"] = learning_rate(step, SIZE["d_model"], WARMUP)
+        s, t = torch.as_tensor(s), torch.as_tensor(t)
+        t_in, t_out = t[:, :-1], t[:, 1:]
+        n = t_in.shape[1]
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+        pad = s == self.bpe.pad_id
+        h = self.model(self.embed(s), self.embed(t_in), tgt_mask=causal,
+                       src_key_padding_mask=pad, memory_key_padding_mask=pad)
+        loss = torch.nn.functional.cross_entropy(
+            (h @ self.E.T).reshape(-1, self.E.shape[0]), t_out.reshape(-1),
+            ignore_index=self.bpe.pad_id, label_smoothing=SMOOTHING)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+    def eval_params(self):
+        return mt.TransformerParams.from_torch(self.model, embedding=self.E).map(
+            lambda a: a.astype(np.float32))
+
+
+def step_time(trainer, batches, n):
+    times = []
+    for i in range(n + 2):
+        s, t = batches[i % len(batches)]
+        t0 = time.perf_counter()
+        trainer.step(s, t, 100 + i)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[2:])
+
+
+def time_to_99(trainer, src, tgt, bpe, evaluation, rng, max_steps, every=50):
+    sources, refs = [s for s, _ in evaluation], [t for _, t in evaluation]
+    seconds, batches, acc = 0.0, [], 0.0
+    for step in range(1, max_steps + 1):
+        if not batches:
+            batches = mt.batching.batch_by_length(src, tgt, MAX_TOKENS, bpe.pad_id, rng)
+        s, t = batches.pop()
+        t0 = time.perf_counter()
+        trainer.step(s, t, step)
+        seconds += time.perf_counter() - t0
+        if step % every == 0:
+            acc = mt.exact_match(mt.translate(sources, trainer.eval_params(), bpe,
+                                              beam_size=None), refs)
+            print(f"  step {step}: {seconds:.1f} s, held-out exact match {acc:.3f}",
+                  flush=True)
+            if acc >= 0.99:
+                break
+    return dict(steps=step, seconds=round(seconds, 1), exact_match=acc)
+
+
+def decoding(n=None):
+    params = mt.TransformerParams.load(DATA / MODEL)
+    bpe = mt.BPE.load(DATA / BPE_FILE)
+    _, held = split_numbers()
+    pairs = number_words(held[:n])
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    out = {}
+    for name, beam in (("greedy", None), ("beam4", 4)):
+        t0 = time.perf_counter()
+        hyps = mt.translate(sources, params, bpe, beam_size=beam)
+        out[name] = dict(seconds=round(time.perf_counter() - t0, 2),
+                         exact_match=mt.exact_match(hyps, refs),
+                         chrf=round(mt.corpus_chrf(hyps, refs), 3))
+        print(f"  {name}: {out[name]}", flush=True)
+    out["beam4_over_greedy"] = round(out["beam4"]["seconds"]
+                                     / out["greedy"]["seconds"], 2)
+    out["n"] = len(refs)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true",
+                    help="a few steps and decodes, no time to 99%%")
+    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--max-steps", type=int, default=3000,
+                    help="give up the time to 99%% after this many steps (0: skip it)")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    n_pool, n_bpe = (500, 300) if args.quick else (30_000, 5000)
+    rng, bpe, src, tgt, evaluation, params = setup(n_pool=n_pool, n_bpe=n_bpe)
+    max_tokens = 300 if args.quick else MAX_TOKENS
+    batches = mt.batching.batch_by_length(src, tgt, max_tokens, bpe.pad_id, rng)[:10]
+    result = dict(machine=platform.processor() or platform.machine(),
+                  torch_threads=torch.get_num_threads(), size=SIZE, p_drop=P_DROP,
+                  max_tokens=max_tokens, warmup=WARMUP)
+    n = 2 if args.quick else 10
+    result["step_seconds"] = {
+        "numpy_hand": step_time(NumpyTrainer(params, bpe, 1), batches, n),
+        "torch_nn_transformer": step_time(TorchTrainer(params, bpe, 1), batches, n)}
+    result["step_ratio_numpy_over_torch"] = round(
+        result["step_seconds"]["numpy_hand"]
+        / result["step_seconds"]["torch_nn_transformer"], 2)
+    print("step seconds:", result["step_seconds"], flush=True)
+    result["time_to_99"] = {}
+    trainers = (("numpy_hand", NumpyTrainer), ("torch_nn_transformer", TorchTrainer))
+    for name, cls in trainers if args.max_steps > 0 and not args.quick else ():
+        print(f"time to 99%, {name}:", flush=True)
+        result["time_to_99"][name] = time_to_99(
+            cls(params, bpe, 1), src, tgt, bpe, evaluation,
+            np.random.default_rng(2), max_steps=args.max_steps)
+    print("decoding the held-out numbers:", flush=True)
+    result["decoding"] = decoding(20 if args.quick else None)
+    out = Path(args.out)
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
