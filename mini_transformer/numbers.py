@@ -23,6 +23,7 @@ import numpy as np
 
 from .batching import batch_by_length
 from .bpe import BPE
+from .checkpoint import average_params
 from .optim import AdamState, adam_step, learning_rate
 from .params import TransformerParams
 from .tasks import HELD_OUT_MODULUS, MAX_NUMBER, number_words, split_numbers
@@ -56,10 +57,12 @@ def encode_pairs(pairs, bpe):
 def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
           p_drop=0.1, label_smoothing=0.1, warmup=200, max_tokens=3000,
           eval_every=250, n_eval=300, device=None, dtype="float32", out_dir=DATA,
-          n_pool=200_000, n_bpe=5000, n_final=None, log=print):
+          n_pool=200_000, n_bpe=5000, n_final=None, average_last=0, log=print):
     """Train from scratch; write the model, the BPE and the log to ``out_dir``.
     n_final: how many held-out numbers the final evaluation decodes (None: all);
     n_pool, n_bpe: how many training numbers make the data and the BPE's corpus.
+    average_last: keep the average of the last k evaluated checkpoints (§6.1), 0: the
+    last one.
     Returns (params as NumPy, bpe, log dict)."""
     t_start = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -73,7 +76,7 @@ def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
                                       n_heads=n_heads, n_layers=n_layers)
     xp_params, to_array, drop_rng = _backend(params, device, dtype, seed)
     state = AdamState.zeros_like(xp_params)
-    history, batches, step = [], [], 0
+    history, batches, step, snapshots = [], [], 0, []
     log(f"data: {len(pool)} training pairs, BPE of {len(bpe)} tokens, "
         f"{len(held)} held out; {time.perf_counter() - t_start:.1f} s")
     t0 = time.perf_counter()
@@ -91,12 +94,15 @@ def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
         if step % eval_every == 0 or step == steps:
             em = exact_match(translate(eval_src, xp_params, bpe, beam_size=None),
                              eval_ref)
+            snapshots = [*snapshots, xp_params][-max(average_last, 1):]
             seconds = time.perf_counter() - t0
             history.append(dict(step=step, loss=round(float(loss), 5), lr=lr,
                                 held_out_exact_match=em, seconds=round(seconds, 2)))
             log(f"step {step:5d}  loss {float(loss):.4f}  lr {lr:.2e}  "
                 f"held-out exact match {em:.3f} (greedy, {n_eval})  {seconds:.0f} s")
     train_seconds = time.perf_counter() - t0
+    if average_last:
+        xp_params = average_params(snapshots)
     params = xp_params.map(lambda a: np.asarray(a.cpu() if hasattr(a, "cpu") else a,
                                                 dtype=np.float32))
     sources, refs = zip(*number_words(held[:n_final]))
@@ -111,6 +117,7 @@ def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
                                 vocab_size=len(bpe), p_drop=p_drop,
                                 label_smoothing=label_smoothing, warmup=warmup,
                                 max_tokens=max_tokens, dtype=dtype,
+                                average_last=average_last, n_bpe=n_bpe,
                                 device=str(device or "numpy")),
                   train_seconds=round(train_seconds, 1),
                   held_out_exact_match=final, log=history)
@@ -156,6 +163,8 @@ def main(argv=None):
     tr.add_argument("--max-tokens", type=int, default=3000)
     tr.add_argument("--warmup", type=int, default=200)
     tr.add_argument("--out-dir", default=str(DATA))
+    tr.add_argument("--average-last", type=int, default=0)
+    tr.add_argument("--n-bpe", type=int, default=5000)
     tl = sub.add_parser("translate", help="translate English number words")
     tl.add_argument("texts", nargs="+")
     tl.add_argument("--beam", type=int, default=4)
@@ -165,7 +174,8 @@ def main(argv=None):
     if args.command == "train":
         train(steps=args.steps, seed=args.seed, device=args.device, dtype=args.dtype,
               p_drop=args.p_drop, max_tokens=args.max_tokens, warmup=args.warmup,
-              out_dir=args.out_dir, log=lambda s: print(s, flush=True))
+              out_dir=args.out_dir, average_last=args.average_last,
+              n_bpe=args.n_bpe, log=lambda s: print(s, flush=True))
     else:
         params = TransformerParams.load(Path(args.model_dir) / MODEL)
         bpe = BPE.load(Path(args.model_dir) / BPE_FILE)
