@@ -147,17 +147,17 @@ def decoder_layer_backward(
     forward's intermediate values are recomputed). Post-LN (the paper's):
 
         forward                                 backward
-        Y1 = LN₁(A), A = Y + SelfAttn(Y)        g_A = LN₁ᵀ(g_Y1),
-                                                g_Y = g_A + SelfAttnᵀ(g_A)
-        Y2 = LN₂(B), B = Y1 + CrossAttn(Y1, M)  g_B = LN₂ᵀ(g_Y2),
-                                                g_Y1 = g_B + CrossAttnᵀ(g_B)
-        Y3 = LN₃(C), C = Y2 + FFN(Y2)           g_C = LN₃ᵀ(g),
-                                                g_Y2 = g_C + FFNᵀ(g_C)
+        Y1 = LN₁(R₁), R₁ = Y + SelfAttn(Y)        g_R₁ = LN₁ᵀ(g_Y1),
+                                                  g_Y = g_R₁ + SelfAttnᵀ(g_R₁)
+        Y2 = LN₂(R₂), R₂ = Y1 + CrossAttn(Y1, mem)  g_R₂ = LN₂ᵀ(g_Y2),
+                                                  g_Y1 = g_R₂ + CrossAttnᵀ(g_R₂)
+        Y3 = LN₃(R₃), R₃ = Y2 + FFN(Y2)           g_R₃ = LN₃ᵀ(g),
+                                                  g_Y2 = g_R₃ + FFNᵀ(g_R₃)
 
-    The memory M receives gradient only through the cross-attention's keys and values.
-    With dropout masks M₁, M₂, M₃ (the forward's), A = Y + M₁ ⊙ SelfAttn(Y) and so
-    on: each sub-layer's gradient is multiplied by its mask,
-    g_Y = g_A + SelfAttnᵀ(M₁ ⊙ g_A).
+    The memory mem receives gradient only through the cross-attention's keys and
+    values. With dropout masks M₁, M₂, M₃ (the forward's), R₁ = Y + M₁ ⊙ SelfAttn(Y)
+    and so on: each sub-layer's gradient is multiplied by its mask,
+    g_Y = g_R₁ + SelfAttnᵀ(M₁ ⊙ g_R₁).
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
     """
     p = params
@@ -179,7 +179,7 @@ def decoder_layer_backward(
         return multi_head_attention(h, p.cross_attn, memory_mask, memory)[0]
 
     g = grad_output
-    # pre-LN: Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), M),
+    # pre-LN: Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), mem),
     #         Y3 = Y2 + FFN(LN₃(Y2))
     if norm_first:
         n1 = norm(1, y)

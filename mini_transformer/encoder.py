@@ -60,14 +60,14 @@ def encoder_layer_backward(x, params, grad_output, mask=None, norm_first=False,
     A residual X + F(X) passes its gradient twice, to X directly and through F:
     ∂L/∂X = g + ∂L/∂X via F. Post-LN (the paper's), forward and backward:
 
-        A = X + MultiHead(X),  X' = LN₁(A),  B = X' + FFN(X'),  X'' = LN₂(B)
-        g_B = LN₂ᵀ(g),  g_X' = g_B + FFNᵀ(g_B),
-        g_A = LN₁ᵀ(g_X'),  g_X = g_A + MultiHeadᵀ(g_A)
+        R₁ = X + MultiHead(X),  X' = LN₁(R₁),  R₂ = X' + FFN(X'),  X'' = LN₂(R₂)
+        g_R₂ = LN₂ᵀ(g),  g_X' = g_R₂ + FFNᵀ(g_R₂),
+        g_R₁ = LN₁ᵀ(g_X'),  g_X = g_R₁ + MultiHeadᵀ(g_R₁)
 
     where Fᵀ(g) is the vector–Jacobian product of F at the forward's input.
-    With dropout masks M (the forward's), A = X + M₁ ⊙ MultiHead(X) and so on: the
-    gradient into each sub-layer is multiplied by the same mask, e.g.
-    g_X = g_A + MultiHeadᵀ(M₁ ⊙ g_A).
+    With dropout masks M₁, M₂ (the forward's), R₁ = X + M₁ ⊙ MultiHead(X) and so on:
+    the gradient into each sub-layer is multiplied by the same mask, e.g.
+    g_X = g_R₁ + MultiHeadᵀ(M₁ ⊙ g_R₁).
     Returns (grad_x, grad_params), grad_params an ``EncoderLayerParams``.
     """
     p = params

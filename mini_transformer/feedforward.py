@@ -24,9 +24,9 @@ def feed_forward(x, params):
 def feed_forward_backward(x, params, grad_output):
     """The gradients of FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2, with g = ∂L/∂FFN(x):
 
-        ∂L/∂W_2 = Hᵀ g,  ∂L/∂b_2 = Σ_rows g,           H = ReLU(x W_1 + b_1)
-        ∂L/∂A   = (g W_2ᵀ) ∘ [A > 0],                   A = x W_1 + b_1
-        ∂L/∂W_1 = xᵀ ∂L/∂A,  ∂L/∂b_1 = Σ_rows ∂L/∂A,  ∂L/∂x = ∂L/∂A W_1ᵀ
+        ∂L/∂W_2 = Rᵀ g,  ∂L/∂b_2 = Σ_rows g,           R = ReLU(x W_1 + b_1)
+        ∂L/∂U   = (g W_2ᵀ) ∘ [U > 0],                   U = x W_1 + b_1
+        ∂L/∂W_1 = xᵀ ∂L/∂U,  ∂L/∂b_1 = Σ_rows ∂L/∂U,  ∂L/∂x = ∂L/∂U W_1ᵀ
 
     (ReLU's derivative at exactly 0 is taken as 0, as torch does.) The weight
     gradients sum over every position of every sequence: one W for all of them.

@@ -11,15 +11,15 @@ from .softmax import log_sum_exp, softmax
 
 def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
     """The mean over the counted positions of −Σ_c q_c log p_c, p = softmax(logits),
-    q = (1 − ε) one_hot(target) + ε / V: the smoothed target of
+    q = (1 − ε) one_hot(target) + ε / n_vocab: the smoothed target of
     ``torch.nn.functional.cross_entropy(..., label_smoothing=ε)``.
 
-    logits: (..., V)   targets: (...) integer ids in [0, V)
+    logits: (..., n_vocab)   targets: (...) integer ids in [0, n_vocab)
     ignore_index: positions whose target equals it are not counted (padding).
     With ε = 0 this is −mean log p_target, the negative log-likelihood.
     """
     xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
-    log_p = logits - log_sum_exp(logits, axis=-1)[..., None]          # (..., V)
+    log_p = logits - log_sum_exp(logits, axis=-1)[..., None]          # (..., n_vocab)
     q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
     per_position = -xp.sum(q * log_p, axis=-1)                         # (...)
     return xp.sum(xp.where(counted, per_position, 0.0)) / n
@@ -41,11 +41,12 @@ def cross_entropy_backward(
 
 
 def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
-    """q = (1 − ε) one_hot(targets) + ε / V, in ``like``'s dtype and on its device;
-    (..., V). An ignored target (out of range) gives a row of ε / V, never used."""
+    """q = (1 − ε) one_hot(targets) + ε / n_vocab, in ``like``'s dtype and on its
+    device; (..., n_vocab). An ignored target (out of range) gives a row of
+    ε / n_vocab, never used."""
     xp = array_namespace(like)
     classes = xp.arange(vocab_size, device=device(like))
-    one_hot = xp.astype(targets[..., None] == classes, like.dtype)   # (..., V)
+    one_hot = xp.astype(targets[..., None] == classes, like.dtype)   # (..., n_vocab)
     return (1 - label_smoothing) * one_hot + label_smoothing / vocab_size
 
 

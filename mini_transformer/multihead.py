@@ -1,8 +1,8 @@
 """Multi-head attention (chapter 5).
 
 MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O,
-head_i = Attention(X W_Q_i, M W_K_i, M W_V_i), with M = X (self-attention) or
-the encoder memory (cross-attention).
+head_i = Attention(X W_Q_i, X_kv W_K_i, X_kv W_V_i), with X_kv = X (self-attention) or
+mem, the encoder's output (cross-attention).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _project(x, W, b):
 
 
 def key_values(memory, params):
-    """K = M W_K + b_K and V = M W_V + b_V for every head.
+    """K = X_kv W_K + b_K and V = X_kv W_V + b_V for every head.
 
     memory: (..., n_k, d_model) -> K: (..., h, n_k, d_k), V: (..., h, n_k, d_v)
     """
@@ -70,15 +70,15 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=N
 
 def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None):
     """The gradients of MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O, with
-    head_i = Attention(X W_Q_i + b_Q_i, M W_K_i + b_K_i, M W_V_i + b_V_i).
+    head_i = Attention(X W_Q_i + b_Q_i, X_kv W_K_i + b_K_i, X_kv W_V_i + b_V_i).
 
     From g = ∂L/∂output, back through the forward's lines in reverse order:
 
         ∂L/∂W_O = Concatᵀ g,  ∂L/∂b_O = Σ_rows g,  ∂L/∂Concat = g W_Oᵀ  -> ∂L/∂head_i
         (∂L/∂Q_i, ∂L/∂K_i, ∂L/∂V_i)       the attention backward, head by head
-        ∂L/∂W_Q_i = Xᵀ ∂L/∂Q_i,  ∂L/∂X = Σ_i ∂L/∂Q_i W_Q_iᵀ   (K and V likewise, from M)
+        ∂L/∂W_Q_i = Xᵀ ∂L/∂Q_i,  ∂L/∂X = Σ_i ∂L/∂Q_i W_Q_iᵀ   (K, V likewise, from X_kv)
 
-    In self-attention M = X: X gets the gradients of all three projections.
+    In self-attention X_kv = X: X gets the gradients of all three projections.
     The forward's Q, K, V and weights are recomputed. mask, memory: as in the forward.
     Returns (grad_x, grad_memory, grad_params); grad_memory is None for
     self-attention (its share is in grad_x); grad_params is a ``MultiHeadParams``.
