@@ -368,29 +368,43 @@ def test_chapter_references_match_the_toc():
     assert not bad, "\n".join(bad)
 
 
-# A few words each chapter's own references use: a sentence "chapter N (the decoder ...)" or
-# "the decoder layer (chapter N)" must point at the chapter about it.
+# Words prose uses for a chapter's topic, and a word of that chapter's title: "the decoder
+# layer (chapter N)" or "chapter N (the decoder layer)" must point at the chapter about it.
 TOPICS = {
-    "decoder layer": "decoder", "whole model": "whole", "cost of attention": "cost",
-    "online softmax": "cost", "why self-attention": "why", "gradients by hand": "gradient",
-    "encoder layer": "encoder", "feed-forward": "feed-forward", "positional encoding": "positional",
-    "multi-head attention": "multi-head", "softmax chapter": "softmax",
+    "decoder layer": "decoder", "causal mask": "decoder", "cross-attention": "decoder",
+    "whole model": "whole", "key/value cache": "whole", "cost of attention": "cost",
+    "online softmax": "cost", "tiled attention": "cost", "flashattention": "cost",
+    "why self-attention": "why", "table 1": "why", "gradients by hand": "gradient",
+    "encoder layer": "encoder", "layernorm": "encoder", "residual": "encoder",
+    "feed-forward": "feed-forward", "positional encoding": "positional",
+    "multi-head attention": "multi-head", "temperature": "softmax",
+    "label smoothing": "training", "warm-up": "training", "beam search": "experiment",
 }
 
 
 def test_chapter_references_name_their_topic():
-    """"the X (chapter N)" and "chapter N (the X)" point at the chapter whose title is about X."""
+    """A topic just before "(chapter N)", or just after "chapter N (", is chapter N's topic."""
     titles = {k: t.lower() for k, t in _titles().items()}
-    bad = []
-    pages = [_source_of(e) for e in TOC]
-    for page in pages:
-        text = " ".join(_page_prose(page).split())
-        for topic, word in TOPICS.items():
-            for m in re.finditer(rf"{re.escape(topic)}\s*\([Cc]hapter (\d+)\)|"
-                                 rf"[Cc]hapter (\d+)\s*\((?:the )?{re.escape(topic)}", text):
-                n = int(m.group(1) or m.group(2))
-                if word not in titles.get(n, ""):
-                    bad.append(f"{_rel(page)}: {m.group(0)!r}, but chapter {n} is {titles.get(n)!r}")
+    bad, checked = [], 0
+    for page in [_source_of(e) for e in TOC]:
+        text = " ".join(_page_prose(page).split()).lower()
+        found = []
+        for m in re.finditer(r"\(chapters? (\d+)\)", text):
+            before = text[max(0, m.start() - 40):m.start()]
+            ends = {t: before.rfind(t) for t in TOPICS if before.rfind(t) >= 0}
+            near = [t for t, k in ends.items() if len(before) - k - len(t) <= 12]
+            if near:
+                found.append((int(m.group(1)), max(near, key=ends.get), m.group(0)))
+        for m in re.finditer(r"chapter (\d+) \((?:the )?([a-z/ -]+)", text):
+            near = [t for t in TOPICS if m.group(2).startswith(t)]
+            if near:
+                found.append((int(m.group(1)), near[0], m.group(0)))
+        for number, topic, where in found:
+            checked += 1
+            if TOPICS[topic] not in titles.get(number, ""):
+                bad.append(f"{_rel(page)}: {topic!r} ... {where!r}, but chapter {number} "
+                           f"is {titles.get(number)!r}")
+    assert checked >= 5, f"only {checked} topic references found: the pattern is broken"
     assert not bad, "\n".join(bad)
 
 

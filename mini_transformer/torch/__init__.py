@@ -218,8 +218,10 @@ class DecoderLayer(_Layer):
         )
 
 
-class Encoder(nn.Module):
-    """A stack of ``n_layers`` encoder layers (the paper: 6)."""
+class _Stack(nn.Module):
+    """``n_layers`` layers of one kind, layer i seeded with ``seed + i``."""
+
+    layer_class: type
 
     def __init__(
         self,
@@ -233,9 +235,15 @@ class Encoder(nn.Module):
     ):
         super().__init__()
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
+            self.layer_class(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
             for i in range(n_layers)
         )
+
+
+class Encoder(_Stack):
+    """A stack of ``n_layers`` encoder layers (the paper: 6)."""
+
+    layer_class = EncoderLayer
 
     def forward(self, x, mask=None):
         for layer in self.layers:
@@ -243,24 +251,10 @@ class Encoder(nn.Module):
         return x
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """A stack of ``n_layers`` decoder layers (the paper: 6)."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        d_model: int,
-        n_heads: int,
-        d_ff: int | None = None,
-        *,
-        seed: int = 0,
-        **kwargs,
-    ):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, n_heads, d_ff, seed=seed + i, **kwargs)
-            for i in range(n_layers)
-        )
+    layer_class = DecoderLayer
 
     def forward(self, y, memory, self_mask=None, memory_mask=None):
         for layer in self.layers:
