@@ -6,9 +6,10 @@
 ``train`` learns a shared BPE on training numbers (never a held-out one, n % 97 ==
 0), then trains the paper's post-LN model at d_model 64 (2 + 2 layers, 4 heads)
 from scratch with the NumPy hand gradients (``loss_and_grads``), label smoothing
-0.1, dropout, Adam and the paper's learning-rate schedule; ``--device cuda`` runs
-the same functions on torch tensors. It prints step, loss, learning rate and the
-held-out exact match, and writes the model, its BPE and the training log.
+0.1, dropout, Adam and the paper's learning-rate schedule, and keeps the average of
+the last 5 checkpoints (§6.1); ``--device cuda`` runs the same functions on torch
+tensors. It prints step, loss, learning rate and the held-out exact match, and writes
+the model, its BPE and the training log.
 """
 
 from __future__ import annotations
@@ -33,13 +34,20 @@ from .translation import exact_match, translate
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 MODEL, BPE_FILE, LOG = "numbers_en_de.npz", "numbers_en_de_bpe.json", \
     "numbers_en_de_log.json"
+LAST, EARLY = "numbers_en_de_last.npz", "numbers_en_de_step{step}.npz"
+
+
+DIGIT_SHARE = np.array([10, 90, 900, 9_000, 90_000, 900_000]) / 1_000_000
 
 
 def training_numbers(rng, n):
-    """n training numbers: a number of digits 1..6 uniformly, then a number of that
-    many digits uniformly, held-out ones skipped, so that short numbers are seen too
-    (nine in ten numbers below a million have six digits)."""
-    digits = rng.integers(1, 7, size=4 * n)
+    """n training numbers (held-out ones skipped): a number of digits d = 1..6, then a
+    number of d digits uniformly. d is drawn half from the uniform 1/6 and half from
+    its share of the numbers below a million (90% have six digits): the long numbers
+    that dominate the held-out set are drawn most, and the short ones, which a model
+    trained on six digits alone may never learn to end early, are still seen."""
+    p_digits = 0.5 / 6 + 0.5 * DIGIT_SHARE
+    digits = rng.choice(np.arange(1, 7), size=4 * n, p=p_digits)
     low = np.where(digits == 1, 0, 10 ** (digits - 1))
     numbers = low + (rng.random(4 * n) * (10 ** digits - low)).astype(np.int64)
     numbers = numbers[numbers % HELD_OUT_MODULUS != 0]
@@ -54,34 +62,43 @@ def encode_pairs(pairs, bpe):
     return src, tgt
 
 
-def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
+def train(steps=2000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=500,
           p_drop=0.1, label_smoothing=0.1, warmup=200, max_tokens=3000,
           eval_every=250, n_eval=300, device=None, dtype="float32", out_dir=DATA,
-          n_pool=200_000, n_bpe=5000, n_final=None, average_last=0, log=print):
+          n_chunk=10_000, n_bpe=5000, n_final=None, average_last=5,
+          average_every=50, keep_steps=(500,), log=print):
     """Train from scratch; write the model, the BPE and the log to ``out_dir``.
-    n_final: how many held-out numbers the final evaluation decodes (None: all);
-    n_pool, n_bpe: how many training numbers make the data and the BPE's corpus.
-    average_last: keep the average of the last k evaluated checkpoints (§6.1), 0: the
-    last one.
+
+    The data is a stream: chunks of ``n_chunk`` fresh training numbers, each cut into
+    batches by length (``batch_by_length``, a budget of ``max_tokens``) that are used
+    in random order. Every ``average_every`` steps the weights are kept, and the model
+    written is the average of the last ``average_last`` of them (§6.1; 0 or 1: the
+    last weights). Also written: the last weights (``LAST``) and the weights after
+    each step in ``keep_steps`` (``EARLY``, formatted with the step).
+    n_final: how many held-out numbers the final evaluation decodes (None: all, 0:
+    none); n_bpe: how many training numbers make the BPE's corpus; out_dir None:
+    write nothing. The random draws come in a fixed order (BPE corpus, weights, then
+    the data chunks), so a shorter run repeats the first steps of a longer one.
     Returns (params as NumPy, bpe, log dict)."""
     t_start = time.perf_counter()
     rng = np.random.default_rng(seed)
     _, held = split_numbers()
     bpe = BPE.learn([t for p in number_words(training_numbers(rng, n_bpe)) for t in p],
                     vocab_size)
-    pool = number_words(training_numbers(rng, n_pool))
-    src, tgt = encode_pairs(pool, bpe)
-    eval_src, eval_ref = zip(*number_words(rng.choice(held, n_eval, replace=False)))
     params = TransformerParams.random(rng, vocab_size=len(bpe), d_model=d_model,
                                       n_heads=n_heads, n_layers=n_layers)
+    eval_rng = np.random.default_rng(seed + 2)
+    eval_src, eval_ref = zip(*number_words(eval_rng.choice(held, n_eval,
+                                                           replace=False)))
     xp_params, to_array, drop_rng = _backend(params, device, dtype, seed)
     state = AdamState.zeros_like(xp_params)
-    history, batches, step, snapshots = [], [], 0, []
-    log(f"data: {len(pool)} training pairs, BPE of {len(bpe)} tokens, "
-        f"{len(held)} held out; {time.perf_counter() - t_start:.1f} s")
-    t0 = time.perf_counter()
+    history, losses, batches, snapshots, kept = [], [], [], [], {}
+    log(f"BPE of {len(bpe)} tokens, {len(held)} numbers held out; "
+        f"{time.perf_counter() - t_start:.1f} s")
+    t0, step = time.perf_counter(), 0
     while step < steps:
-        if not batches:  # a new epoch over the pool
+        if not batches:  # a new chunk of the data stream
+            src, tgt = encode_pairs(number_words(training_numbers(rng, n_chunk)), bpe)
             batches = batch_by_length(src, tgt, max_tokens, bpe.pad_id, rng)
         s, t = batches.pop()
         step += 1
@@ -91,43 +108,58 @@ def train(steps=3000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=200,
             label_smoothing, bpe.pad_id, src_mask=_key_mask(s, bpe.pad_id),
             p_drop=p_drop, rng=drop_rng)
         xp_params, state = adam_step(xp_params, grads, state, lr)
+        losses.append(round(float(loss), 5))
+        if step % average_every == 0 or step == steps:
+            snapshots = [*snapshots, xp_params][-max(average_last, 1):]
+        if step in keep_steps:
+            kept[step] = _to_numpy(xp_params)
         if step % eval_every == 0 or step == steps:
             em = exact_match(translate(eval_src, xp_params, bpe, beam_size=None),
                              eval_ref)
-            snapshots = [*snapshots, xp_params][-max(average_last, 1):]
             seconds = time.perf_counter() - t0
-            history.append(dict(step=step, loss=round(float(loss), 5), lr=lr,
+            history.append(dict(step=step, loss=losses[-1], lr=lr,
                                 held_out_exact_match=em, seconds=round(seconds, 2)))
             log(f"step {step:5d}  loss {float(loss):.4f}  lr {lr:.2e}  "
                 f"held-out exact match {em:.3f} (greedy, {n_eval})  {seconds:.0f} s")
     train_seconds = time.perf_counter() - t0
-    if average_last:
-        xp_params = average_params(snapshots)
-    params = xp_params.map(lambda a: np.asarray(a.cpu() if hasattr(a, "cpu") else a,
-                                                dtype=np.float32))
-    sources, refs = zip(*number_words(held[:n_final]))
+    last = _to_numpy(xp_params)
+    params = _to_numpy(average_params(snapshots)) if average_last > 1 else last
     final = {}
-    for name, beam in (("greedy", None), ("beam4", 4)):
-        final[name] = exact_match(translate(sources, params, bpe, beam_size=beam), refs)
-        log(f"held-out exact match, all {len(refs)}: {name} {final[name]:.4f}")
+    if n_final != 0:
+        sources, refs = zip(*number_words(held[:n_final]))
+        for name, p, beam in (("greedy", params, None), ("beam4", params, 4),
+                              ("last_greedy", last, None)):
+            final[name] = exact_match(translate(sources, p, bpe, beam_size=beam), refs)
+            log(f"held-out exact match, all {len(refs)}: {name} {final[name]:.4f}")
     record = dict(task="English number words to German (num2words), n < 1,000,000",
-                  held_out=f"n % {HELD_OUT_MODULUS} == 0 ({len(refs)} numbers)",
+                  held_out=f"n % {HELD_OUT_MODULUS} == 0 ({len(held)} numbers)",
                   settings=dict(steps=steps, seed=seed, d_model=d_model,
                                 n_heads=n_heads, n_layers=n_layers,
                                 vocab_size=len(bpe), p_drop=p_drop,
                                 label_smoothing=label_smoothing, warmup=warmup,
-                                max_tokens=max_tokens, dtype=dtype,
-                                average_last=average_last, n_bpe=n_bpe,
+                                max_tokens=max_tokens, dtype=dtype, n_chunk=n_chunk,
+                                average_last=average_last,
+                                average_every=average_every, n_bpe=n_bpe,
+                                keep_steps=list(keep_steps),
                                 device=str(device or "numpy")),
                   train_seconds=round(train_seconds, 1),
-                  held_out_exact_match=final, log=history)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    params.save(out_dir / MODEL)
-    bpe.save(out_dir / BPE_FILE)
-    (out_dir / LOG).write_text(json.dumps(record, indent=1) + "\n")
-    log(f"wrote {out_dir / MODEL}, {out_dir / BPE_FILE}, {out_dir / LOG}")
+                  held_out_exact_match=final, log=history, losses=losses)
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        params.save(out_dir / MODEL)
+        last.save(out_dir / LAST)
+        for k, p in kept.items():
+            p.save(out_dir / EARLY.format(step=k))
+        bpe.save(out_dir / BPE_FILE)
+        (out_dir / LOG).write_text(json.dumps(record, indent=1) + "\n")
+        log(f"wrote {out_dir / MODEL} and the rest to {out_dir}")
     return params, bpe, record
+
+
+def _to_numpy(params):
+    return params.map(lambda a: np.asarray(a.cpu() if hasattr(a, "cpu") else a,
+                                           dtype=np.float32))
 
 
 def _key_mask(src, pad_id):
@@ -154,7 +186,7 @@ def main(argv=None):
                                  description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train from scratch, write the model")
-    tr.add_argument("--steps", type=int, default=3000)
+    tr.add_argument("--steps", type=int, default=2000)
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--device", default=None,
                     help="run on torch tensors on this device (e.g. cuda, cpu)")
@@ -163,7 +195,7 @@ def main(argv=None):
     tr.add_argument("--max-tokens", type=int, default=3000)
     tr.add_argument("--warmup", type=int, default=200)
     tr.add_argument("--out-dir", default=str(DATA))
-    tr.add_argument("--average-last", type=int, default=0)
+    tr.add_argument("--average-last", type=int, default=5)
     tr.add_argument("--n-bpe", type=int, default=5000)
     tl = sub.add_parser("translate", help="translate English number words")
     tl.add_argument("texts", nargs="+")

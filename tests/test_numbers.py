@@ -25,19 +25,21 @@ def test_committed_model_translates_held_out_numbers():
     pairs = number_words(sample)
     hyps = mt.translate([s for s, _ in pairs], params, bpe, beam_size=4, alpha=0.6)
     wrong = [(h, t) for h, (_, t) in zip(hyps, pairs) if h != t]
-    # The committed model: 97.05% of all held-out numbers with beam 4 (its log); the
-    # goal of 99% is not met yet (failures: word-final "hundert" and "vier" where the
-    # BPE splits them into rare pieces, e.g. "hund er t</w>", "vi ert ausend").
-    assert len(wrong) <= 4, wrong  # 3 here, among them zero: "zero" is held out
+    # "zero" is held out, so "null" never occurs in training: the one miss allowed
+    assert wrong in ([], [("null", "null")]) or (len(wrong) == 1
+                                                  and wrong[0][1] == "null"), wrong
     assert mt.translate("three hundred and forty-two", params, bpe) == \
         ["dreihundertzweiundvierzig"]
 
 
 def test_committed_files_and_log():
-    size = sum((DATA / f).stat().st_size for f in (numbers.MODEL, numbers.BPE_FILE))
-    assert size <= 5 * 2**20
     record = json.loads((DATA / numbers.LOG).read_text())
-    assert record["held_out_exact_match"]["beam4"] >= 0.97  # the goal, 0.99: not met
+    files = [numbers.MODEL, numbers.BPE_FILE, numbers.LAST, numbers.LOG,
+             *(numbers.EARLY.format(step=k) for k in record["settings"]["keep_steps"])]
+    assert sum((DATA / f).stat().st_size for f in files) <= 5 * 10**6
+    assert record["held_out_exact_match"]["beam4"] >= 0.99
+    assert record["held_out_exact_match"]["greedy"] >= 0.99
+    assert len(record["losses"]) == record["settings"]["steps"]
     steps = [row["step"] for row in record["log"]]
     assert steps == sorted(steps) and steps[-1] == record["settings"]["steps"]
     assert set(record["log"][0]) == {"step", "loss", "lr", "held_out_exact_match",
@@ -53,12 +55,24 @@ def test_translate_command(capsys):
 
 def test_train_command_runs(tmp_path):
     lines = []
+    small = dict(eval_every=1, n_eval=4, n_chunk=300, max_tokens=400, d_model=16,
+                 n_heads=2, n_layers=1, n_bpe=200, vocab_size=200)
     params, bpe, record = numbers.train(
-        steps=2, eval_every=1, n_eval=4, n_pool=300, n_final=3, max_tokens=400,
-        d_model=16, n_heads=2, n_layers=1, n_bpe=200, out_dir=tmp_path,
-        log=lines.append)
+        steps=2, n_final=3, out_dir=tmp_path, average_every=1, average_last=2,
+        keep_steps=(1,), log=lines.append, **small)
     assert [row["step"] for row in record["log"]] == [1, 2]
     assert any(line.startswith("step     2  loss") for line in lines)
     again = mt.TransformerParams.load(tmp_path / numbers.MODEL)
     assert np.array_equal(again.embedding, params.embedding)
     assert mt.BPE.load(tmp_path / numbers.BPE_FILE).vocab == bpe.vocab
+    # a one-step run repeats the first step; the model written is the average of
+    # the weights after steps 1 and 2, and the weights after step 1 are kept
+    one, _, record1 = numbers.train(steps=1, n_final=0, out_dir=None, average_last=0,
+                                    log=lines.append, **small)
+    assert record1["losses"] == record["losses"][:1]
+    step1 = mt.TransformerParams.load(tmp_path / numbers.EARLY.format(step=1))
+    assert np.array_equal(step1.embedding, one.embedding)
+    last = mt.TransformerParams.load(tmp_path / numbers.LAST)
+    assert not np.allclose(last.embedding, one.embedding)
+    np.testing.assert_allclose(params.embedding, (one.embedding + last.embedding) / 2,
+                               rtol=1e-6, atol=1e-7)
