@@ -1,7 +1,7 @@
 """The translation chapter's model (issue 19): training speed and decoding speed.
 
 1. One training step (forward, backward, Adam) of the numbers model (post-LN,
-   d_model 64, 2 + 2 layers, 4 heads, d_ff 256, BPE of 200 tokens, a batch of
+   d_model 64, 2 + 2 layers, 4 heads, d_ff 256, BPE of 500 tokens, a batch of
    about 3,000 tokens, dropout 0.1, label smoothing 0.1, float32) three ways: NumPy
    with the hand gradients (``loss_and_grads``), and ``torch.nn.Transformer`` with
    autograd and ``torch.optim.Adam`` at the same size, the same schedule.
@@ -9,6 +9,9 @@
    every 50 steps; evaluation time not counted), both ways, from the same start.
 3. Decoding all 10,310 held-out numbers with the committed model: greedy and beam 4
    (α = 0.6), seconds and exact match.
+4. Characters against subwords: the same model, the same NumPy training, on the
+   BPE's tokens and on single characters, for the same seconds of training; held-out
+   exact match and chrF (greedy, 500 numbers) at four moments of that time.
 
     .venv/bin/python benchmarks/translation.py            # several minutes on 2 cores
     .venv/bin/python benchmarks/translation.py --quick    # a smoke test in seconds
@@ -37,13 +40,13 @@ from mini_transformer.tasks import number_words, split_numbers
 
 RESULTS = Path(__file__).resolve().parent / "results" / "translation.json"
 SIZE = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)
-P_DROP, SMOOTHING, WARMUP, MAX_TOKENS = 0.1, 0.1, 200, 3000
+P_DROP, SMOOTHING, WARMUP, MAX_TOKENS, VOCAB = 0.1, 0.1, 200, 3000, 500
 
 
 def setup(seed=0, n_pool=30_000, n_eval=500, n_bpe=5000):
     rng = np.random.default_rng(seed)
     bpe = mt.BPE.learn([t for p in number_words(training_numbers(rng, n_bpe))
-                        for t in p], 200)
+                        for t in p], VOCAB)
     src, tgt = encode_pairs(number_words(training_numbers(rng, n_pool)), bpe)
     _, held = split_numbers()
     held = rng.choice(held, n_eval, replace=False)
@@ -149,6 +152,40 @@ def time_to_99(trainer, src, tgt, bpe, evaluation, rng, max_steps, every=50):
     return dict(steps=step, seconds=round(seconds, 1), exact_match=acc)
 
 
+def chars_vs_subwords(bpe, pool, evaluation, seconds, seed=0):
+    """Train on BPE tokens and on characters for the same training seconds."""
+    sources, refs = [s for s, _ in evaluation], [t for _, t in evaluation]
+    texts = [t for p in pool for t in p]  # no pair is that frequent: no merges
+    chars = mt.BPE.learn(texts, vocab_size=10_000, min_frequency=10 * len(texts))
+    assert not chars.merges and len(chars) == 3 + len(chars.alphabet)
+    out = {}
+    for name, tok in (("subwords", bpe), ("characters", chars)):
+        rng = np.random.default_rng(seed)
+        src, tgt = encode_pairs(pool, tok)
+        params = mt.TransformerParams.random(rng, vocab_size=len(tok), **SIZE)
+        trainer = NumpyTrainer(params.map(lambda a: a.astype(np.float32)), tok, 1)
+        elapsed, step, batches, rows = 0.0, 0, [], []
+        for mark in (seconds / 4, seconds / 2, 3 * seconds / 4, seconds):
+            while elapsed < mark:
+                if not batches:
+                    batches = mt.batching.batch_by_length(src, tgt, MAX_TOKENS,
+                                                          tok.pad_id, rng)
+                s, t = batches.pop()
+                step += 1
+                t0 = time.perf_counter()
+                trainer.step(s, t, step)
+                elapsed += time.perf_counter() - t0
+            hyps = mt.translate(sources, trainer.eval_params(), tok, beam_size=None)
+            rows.append(dict(seconds=round(elapsed, 1), steps=step,
+                             exact_match=mt.exact_match(hyps, refs),
+                             chrf=round(mt.corpus_chrf(hyps, refs), 2)))
+            print(f"  {name}: {rows[-1]}", flush=True)
+        out[name] = dict(mean_target_tokens=round(float(np.mean(
+            [len(t) - 2 for t in tgt])), 2), mean_source_tokens=round(float(np.mean(
+                [len(x) - 1 for x in src])), 2), after=rows)
+    return out
+
+
 def decoding(n=None):
     params = mt.TransformerParams.load(DATA / MODEL)
     bpe = mt.BPE.load(DATA / BPE_FILE)
@@ -176,6 +213,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--max-steps", type=int, default=3000,
                     help="give up the time to 99%% after this many steps (0: skip it)")
+    ap.add_argument("--chars-seconds", type=float, default=120,
+                    help="training seconds for characters vs subwords (0: skip it)")
     args = ap.parse_args(argv)
     torch.set_num_threads(2)
     n_pool, n_bpe = (500, 300) if args.quick else (30_000, 5000)
@@ -200,6 +239,11 @@ def main(argv=None):
         result["time_to_99"][name] = time_to_99(
             cls(params, bpe, 1), src, tgt, bpe, evaluation,
             np.random.default_rng(2), max_steps=args.max_steps)
+    if args.chars_seconds > 0 and not args.quick:
+        print(f"characters vs subwords, {args.chars_seconds} s each:", flush=True)
+        pool = number_words(training_numbers(np.random.default_rng(3), n_pool))
+        result["chars_vs_subwords"] = chars_vs_subwords(bpe, pool, evaluation,
+                                                        args.chars_seconds)
     print("decoding the held-out numbers:", flush=True)
     result["decoding"] = decoding(20 if args.quick else None)
     out = Path(args.out)
