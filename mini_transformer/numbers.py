@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -142,6 +144,8 @@ def train(steps=2000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=500,
                                 average_every=average_every, n_bpe=n_bpe,
                                 keep_steps=list(keep_steps),
                                 device=str(device or "numpy")),
+                  machine=dict(cpus=os.cpu_count(), processor=platform.machine(),
+                               numpy=np.__version__),
                   train_seconds=round(train_seconds, 1),
                   held_out_exact_match=final, log=history, losses=losses)
     if out_dir is not None:

@@ -61,6 +61,7 @@ def test_train_command_runs(tmp_path):
         steps=2, n_final=3, out_dir=tmp_path, average_every=1, average_last=2,
         keep_steps=(1,), log=lines.append, **small)
     assert [row["step"] for row in record["log"]] == [1, 2]
+    assert record["machine"]["cpus"] >= 1 and record["machine"]["numpy"] == np.__version__
     assert any(line.startswith("step     2  loss") for line in lines)
     again = mt.TransformerParams.load(tmp_path / numbers.MODEL)
     assert np.array_equal(again.embedding, params.embedding)
