@@ -68,7 +68,7 @@ def train(steps=2000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=500,
           p_drop=0.1, label_smoothing=0.1, warmup=200, max_tokens=3000,
           eval_every=250, n_eval=300, device=None, dtype="float32", out_dir=DATA,
           n_chunk=10_000, n_bpe=5000, n_final=None, average_last=5,
-          average_every=50, keep_steps=(500,), log=print):
+          average_every=50, keep_steps=(500,), log=print, progress=None):
     """Train from scratch; write the model, the BPE and the log to ``out_dir``.
 
     The data is a stream: chunks of ``n_chunk`` fresh training numbers, each cut into
@@ -79,7 +79,9 @@ def train(steps=2000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=500,
     each step in ``keep_steps`` (``EARLY``, formatted with the step).
     n_final: how many held-out numbers the final evaluation decodes (None: all, 0:
     none); n_bpe: how many training numbers make the BPE's corpus; out_dir None:
-    write nothing. The random draws come in a fixed order (BPE corpus, weights, then
+    write nothing; progress: called with a one-line status after every step (the
+    command's progress bar), log: with each evaluation's line. The random draws come
+    in a fixed order (BPE corpus, weights, then
     the data chunks), so a shorter run repeats the first steps of a longer one.
     Returns (params as NumPy, bpe, log dict)."""
     t_start = time.perf_counter()
@@ -111,6 +113,8 @@ def train(steps=2000, seed=0, d_model=64, n_heads=4, n_layers=2, vocab_size=500,
             p_drop=p_drop, rng=drop_rng)
         xp_params, state = adam_step(xp_params, grads, state, lr)
         losses.append(round(float(loss), 5))
+        if progress is not None:
+            progress(f"step {step:5d}/{steps}  loss {losses[-1]:.4f}  lr {lr:.2e}")
         if step % average_every == 0 or step == steps:
             snapshots = [*snapshots, xp_params][-max(average_last, 1):]
         if step in keep_steps:
@@ -185,6 +189,18 @@ def _backend(params, device, dtype, seed):
             torch.Generator(device=device).manual_seed(seed + 1))
 
 
+def _status(text):
+    """The progress bar: one status line on the terminal, rewritten in place."""
+    sys.stderr.write("\r" + text)
+    sys.stderr.flush()
+
+
+def _print_line(text):
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")  # clear the status line first
+    print(text, flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m mini_transformer.numbers",
                                  description=__doc__.split("\n\n")[0])
@@ -211,7 +227,8 @@ def main(argv=None):
         train(steps=args.steps, seed=args.seed, device=args.device, dtype=args.dtype,
               p_drop=args.p_drop, max_tokens=args.max_tokens, warmup=args.warmup,
               out_dir=args.out_dir, average_last=args.average_last,
-              n_bpe=args.n_bpe, log=lambda s: print(s, flush=True))
+              n_bpe=args.n_bpe, log=_print_line,
+              progress=_status if sys.stderr.isatty() else None)
     else:
         params = TransformerParams.load(Path(args.model_dir) / MODEL)
         bpe = BPE.load(Path(args.model_dir) / BPE_FILE)

@@ -57,9 +57,12 @@ def test_train_command_runs(tmp_path):
     lines = []
     small = dict(eval_every=1, n_eval=4, n_chunk=300, max_tokens=400, d_model=16,
                  n_heads=2, n_layers=1, n_bpe=200, vocab_size=200)
+    statuses = []
     params, bpe, record = numbers.train(
         steps=2, n_final=3, out_dir=tmp_path, average_every=1, average_last=2,
-        keep_steps=(1,), log=lines.append, **small)
+        keep_steps=(1,), log=lines.append, progress=statuses.append, **small)
+    assert [s[:12] for s in statuses] == ["step     1/2", "step     2/2"]
+    assert statuses[-1].startswith(f"step     2/2  loss {record['losses'][-1]:.4f}")
     assert [row["step"] for row in record["log"]] == [1, 2]
     assert record["machine"]["cpus"] >= 1 and record["machine"]["numpy"] == np.__version__
     assert any(line.startswith("step     2  loss") for line in lines)
@@ -77,3 +80,18 @@ def test_train_command_runs(tmp_path):
     assert not np.allclose(last.embedding, one.embedding)
     np.testing.assert_allclose(params.embedding, (one.embedding + last.embedding) / 2,
                                rtol=1e-6, atol=1e-7)
+
+
+def test_train_on_torch_repeats_the_numpy_run():
+    """``--device``: the same functions on torch tensors. Without dropout (whose masks
+    come from different generators) the two runs see the same data from the same
+    weights, so their float64 losses agree to rounding."""
+    small = dict(steps=3, eval_every=3, n_eval=2, n_chunk=200, max_tokens=300,
+                 d_model=16, n_heads=2, n_layers=1, n_bpe=200, vocab_size=200,
+                 p_drop=0.0, dtype="float64", n_final=0, out_dir=None,
+                 log=lambda s: None)
+    _, _, on_numpy = numbers.train(**small)
+    params, _, on_torch = numbers.train(device="cpu", **small)
+    np.testing.assert_allclose(on_torch["losses"], on_numpy["losses"], rtol=1e-9)
+    assert on_torch["settings"]["device"] == "cpu"
+    assert isinstance(params.embedding, np.ndarray)
