@@ -1,5 +1,6 @@
-"""book/exercises/ch08.py: each checker accepts a reference solution written here, refuses
-the mistakes a reader makes with their own message, and waits while the answer is `...`."""
+"""book/exercises/ch08.py: each checker accepts a reference solution written
+here, refuses the mistakes a reader makes with their own message, and waits while
+the answer is `...`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from exercises import ch08  # noqa: E402
 import mini_transformer as mt  # noqa: E402
 
 
-# --- exercise 1: the big model's encoder layer ---------------------------------------------
+# --- exercise 1: the big model's encoder layer ----------------------------------------
 
 def _torch_count(d, h, d_ff):
     layer = torch.nn.TransformerEncoderLayer(d, h, d_ff, device="meta")
@@ -55,7 +56,7 @@ def test_1_waits_for_an_answer():
     assert "No answer yet" in ch08.check_1(None).message
 
 
-# --- exercise 4: a pre-LN stack with a final LayerNorm --------------------------------------
+# --- exercise 4: a pre-LN stack with a final LayerNorm --------------------------------
 
 def _layer_norm(h, gamma, beta, eps):            # by hand, not mt.layer_norm
     mu = h.mean(axis=-1, keepdims=True)
@@ -100,7 +101,8 @@ def test_4_names_the_mistakes():
 
     def default_eps(x, stack):
         layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
-        return mt.layer_norm(mt.encoder(x, layers, norm_first=True), *_params(stack.norm))
+        out = mt.encoder(x, layers, norm_first=True)
+        return mt.layer_norm(out, *_params(stack.norm))
 
     def plain_norm(x, stack):
         layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]

@@ -1,5 +1,6 @@
-"""book/exercises/ch09.py: each checker accepts a reference solution written here, refuses
-the mistakes a reader makes with their own message, and waits while the answer is `...`."""
+"""book/exercises/ch09.py: each checker accepts a reference solution written
+here, refuses the mistakes a reader makes with their own message, and waits while
+the answer is `...`."""
 
 from __future__ import annotations
 
@@ -17,14 +18,15 @@ import mini_transformer as mt  # noqa: E402
 from mini_transformer import tasks  # noqa: E402
 
 
-# --- exercise 1: the big model's decoder layer ---------------------------------------------
+# --- exercise 1: the big model's decoder layer ----------------------------------------
 
 def _torch_count(module):
     return sum(p.numel() for p in module.parameters())
 
 
 def test_1_accepts_the_count_of_torch():
-    layer = _torch_count(torch.nn.TransformerDecoderLayer(1024, 16, 4096, device="meta"))
+    layer = _torch_count(
+        torch.nn.TransformerDecoderLayer(1024, 16, 4096, device="meta"))
     # by hand: 2 (4·1024² + 4·1024) + 2·1024·4096 + 4096 + 1024 + 6·1024
     assert layer == 16_796_672
     assert ch09.check_1((layer, 6 * layer)).ok is True
@@ -53,7 +55,7 @@ def test_1_waits_for_an_answer():
     assert ch09.check_1(...).ok is None
 
 
-# --- exercises 3 and 4: the page's data, rebuilt here as the page builds it ----------------
+# --- exercises 3 and 4: the page's data, rebuilt here as the page builds it -----------
 
 def _page():
     rng = np.random.default_rng(0)
@@ -69,7 +71,8 @@ def _torch_decoder_rows(tgt, model, src, changed_at):
     enc = [l.to_torch().eval() for l in model.encoder_layers]
     dec = [l.to_torch().eval() for l in model.decoder_layers]
     n = tgt.shape[1]
-    causal = torch.nn.Transformer.generate_square_subsequent_mask(n, dtype=torch.float64)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(
+        n, dtype=torch.float64)
     with torch.no_grad():
         mem = torch.as_tensor(mt.embed(src, E))
         for layer in enc:
@@ -89,7 +92,7 @@ def _torch_decoder_rows(tgt, model, src, changed_at):
 
 def test_3_accepts_the_rows_torch_moves():
     src, tgt_in, tgt_out, model = _page()
-    rows = _torch_decoder_rows(tgt_out, model, src, 2)   # torch's layers, not mt.decoder
+    rows = _torch_decoder_rows(tgt_out, model, src, 2)   # torch's layers
     assert rows == [2, 3, 4, 5]                        # the diagonal and below: by hand
     assert ch09.check_3(rows).ok is True
     assert ch09.check_3(np.array(rows)).ok is True
@@ -119,11 +122,12 @@ def _row0(head_axis_fn):
     last[0, -1] = 2
     E = model.embedding
     return [np.abs(head_axis_fn(mt.embed(last, E), a)[0]
-                   - head_axis_fn(mt.embed(tgt_in, E), a)[0]).max() for a in ("row", "col")]
+                   - head_axis_fn(mt.embed(tgt_in, E), a)[0]).max()
+            for a in ("row", "col")]
 
 
 def _loops_head0(Y, over, scale=True):
-    """Head 0 of the first decoder layer with loops: M added, softmax over rows or columns."""
+    """Head 0 of the first decoder layer by loops: M added, softmax by row or column."""
     _, tgt_in, _, model = _page()
     p = model.decoder_layers[0].self_attn
     n = Y.shape[1]
@@ -131,7 +135,8 @@ def _loops_head0(Y, over, scale=True):
     k = Y[0] @ p.W_K[0] + p.b_K[0]
     v = Y[0] @ p.W_V[0] + p.b_V[0]
     s = np.array([[q[i] @ k[j] / (math.sqrt(p.d_k) if scale else 1.0)
-                   + (0.0 if j <= i else -math.inf) for j in range(n)] for i in range(n)])
+                   + (0.0 if j <= i else -math.inf) for j in range(n)]
+                  for i in range(n)])
     e = np.exp(s - s.max())
     A = np.zeros((n, n))
     for i in range(n):
@@ -161,7 +166,8 @@ def test_4_names_the_mistakes():
         p = model.decoder_layers[0].self_attn
         q, k, v_ = (Y[0] @ W[0] + b[0] for W, b in
                     ((p.W_Q, p.b_Q), (p.W_K, p.b_K), (p.W_V, p.b_V)))
-        return mt.softmax(q @ k.T / math.sqrt(p.d_k), axis=-1 if over == "row" else 0) @ v_
+        axis = -1 if over == "row" else 0
+        return mt.softmax(q @ k.T / math.sqrt(p.d_k), axis=axis) @ v_
 
     v = ch09.check_4(_row0(unmasked))
     assert v.ok is False and v.mistake == "no-mask" and "mask" in v.message

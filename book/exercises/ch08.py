@@ -78,7 +78,7 @@ def check_1(counts) -> Verdict:
 
 
 def _stack(seed, d_model, n_heads, d_ff, n_layers, eps):
-    """A float64 pre-LN torch encoder stack with a final norm, random biases and norms."""
+    """A float64 pre-LN torch stack with a final norm, random biases and norms."""
     import torch
 
     with torch.random.fork_rng():
@@ -140,7 +140,8 @@ def check_4(fn) -> Verdict:
     mistakes = [
         Mistake("no-final-norm", lambda x, s: _ours(x, s, final="none"),
                 "your output is the stack without its final LayerNorm: pre-LN leaves "
-                "the residual stream un-normalised, the stack's `norm` is applied last."),
+                "the residual stream un-normalised, the stack's `norm` is applied "
+                "last."),
         Mistake("post-ln", lambda x, s: _ours(x, s, norm_first=False),
                 "your layers are post-LN: these layers normalise before each sub-layer "
                 "(`norm_first=True`)."),
@@ -151,7 +152,8 @@ def check_4(fn) -> Verdict:
                 "your final LayerNorm ignores its weight and bias (γ and β of the "
                 "stack's `norm`)."),
         Mistake("final-eps", lambda x, s: _ours(x, s, final="default-eps"),
-                "your final LayerNorm uses the default ε: take the stack's `norm.eps`."),
+                "your final LayerNorm uses the default ε: take the stack's "
+                "`norm.eps`."),
     ]
     return check_function(fn, _cases(), what="your function", mistakes=mistakes,
                           rtol=1e-7, atol=1e-9)

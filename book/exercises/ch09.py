@@ -8,7 +8,8 @@ check_4: the largest absolute change of row 0 of head 0 (first decoder layer, th
     mask M) when the last input token becomes 2, with the softmax over each row and over
     each column: a pair of floats.
 
-Exercise 2 (why one key makes W^Q and W^K irrelevant: yes/no observations) has no checker.
+Exercise 2 (why one key makes W^Q and W^K irrelevant: yes/no observations) has no
+checker.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from . import UNANSWERED, Mistake, Verdict, check_value, unanswered, wrong
 D_BIG, H_BIG, D_FF_BIG, N_LAYERS = 1024, 16, 4096, 6
 
 
-# --- exercise 1 -----------------------------------------------------------------------------
+# --- exercise 1 -----------------------------------------------------------------------
 
 def _layer_count(d, d_ff, *, attentions=2, norms=3, biases=True):
     attention = 4 * d * d + (4 * d if biases else 0)
@@ -74,7 +75,7 @@ def check_1(counts) -> Verdict:
                        mistakes=mistakes, rtol=0, atol=0.5)
 
 
-# --- the page's data (its first cells, same seed, same order of draws) ----------------------
+# --- the page's data (its first cells, same seed, same order of draws) ----------------
 
 @functools.lru_cache(maxsize=1)
 def _page():
@@ -107,7 +108,7 @@ def _moved_rows(tokens, t, mask=True):
 
 
 def _as_rows(answer):
-    """A list of rows, or a bool array over the rows (True = moved), as a sorted array."""
+    """A list of rows, or a bool array over the rows (True = moved), sorted."""
     a = np.asarray(answer)
     if a.dtype == bool:
         return np.flatnonzero(a)
@@ -127,7 +128,8 @@ def check_3(moved) -> Verdict:
     mistakes = [
         Mistake("kept-shift", _moved_rows(tgt_in, 3),
                 "those are the rows that move when the input is still shifted "
-                "(`tgt_in`, where tgt_out[2] sits at position 3): feed `tgt_out` itself."),
+                "(`tgt_in`, where tgt_out[2] sits at position 3): feed `tgt_out` "
+                "itself."),
         Mistake("no-mask", _moved_rows(tgt_out, 2, mask=False),
                 "every row moves only without the causal mask: keep the mask."),
         Mistake("one-based", expected + 1,
@@ -136,7 +138,7 @@ def check_3(moved) -> Verdict:
     return check_value(rows, expected, what="your list of rows", mistakes=mistakes)
 
 
-# --- exercise 4 -----------------------------------------------------------------------------
+# --- exercise 4 -----------------------------------------------------------------------
 
 def _head0(Y, axis, *, scale=True, bias=True, mask=True):
     _, tgt_in, _, model, _ = _page()
@@ -186,5 +188,5 @@ def check_4(changes) -> Verdict:
                 "row 0 moves with the softmax over each row: add the mask M to the "
                 "scores before the softmax, and change only the last token."),
     ]
-    return check_value(changes, expected, what="your pair of changes", mistakes=mistakes,
-                       rtol=1e-6, atol=1e-9)
+    return check_value(changes, expected, what="your pair of changes",
+                       mistakes=mistakes, rtol=1e-6, atol=1e-9)
