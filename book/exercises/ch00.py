@@ -26,8 +26,8 @@ def check_parts(
     *,
     mistakes: Mapping[str, Sequence[Mistake]] | None = None,
     whole: Sequence[tuple[str, Callable[[dict], bool], str]] = (),
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
+    rtol: float | Mapping[str, float] = 1e-6,
+    atol: float | Mapping[str, float] = 1e-9,
     fallback: Callable[[str, object], str] | None = None,
     praise: str = "",
 ) -> Verdict:
@@ -35,7 +35,8 @@ def check_parts(
 
     ``mistakes[key]`` are the likely mistakes in one part; ``whole`` holds
     ``(key, predicate, message)`` for mistakes that involve several parts (tried first,
-    on the filled parts). ``fallback(key, value)`` words a wrong part that no mistake names.
+    on the filled parts). ``rtol`` and ``atol`` may be given per key, as a dict.
+    ``fallback(key, value)`` words a wrong part (value or shape) that no mistake names.
     Parts still ``...`` are left for later: the verdict is ``None`` until all are filled.
     """
     if unanswered(answer):
@@ -51,8 +52,12 @@ def check_parts(
     if len(todo) == len(expected):
         return UNANSWERED
     filled = {k: answer[k] for k in expected if k not in todo}
+    def tol(t, k):
+        return t[k] if isinstance(t, Mapping) else t
+
     results = {k: check_value(v, expected[k], what=repr(k),
-                              mistakes=(mistakes or {}).get(k, ()), rtol=rtol, atol=atol)
+                              mistakes=(mistakes or {}).get(k, ()),
+                              rtol=tol(rtol, k), atol=tol(atol, k))
                for k, v in filled.items()}
     if not all(v.ok for v in results.values()):
         for key, predicate, message in whole:
