@@ -1,6 +1,6 @@
-"""book/exercises/ch00.py: the orientation chapter's checkers accept the reference answers,
-computed here by another route (hand-written softmax and bisection, shapes and rows derived
-by hand), and name the mistakes a reader makes."""
+"""book/exercises/ch00.py: the orientation chapter's checkers accept the reference
+answers, computed here by another route (hand-written softmax and bisection, shapes and
+rows derived by hand), and name the mistakes a reader makes."""
 
 import math
 import sys
@@ -14,7 +14,8 @@ from exercises import ch00  # noqa: E402
 
 
 def _bisect_tau(scores, target=0.99):
-    """The tau at which the first weight is ``target``, by bisection (it falls as tau grows)."""
+    """The tau at which the first weight is ``target``, by bisection (it falls as tau
+    grows)."""
     def first_weight(tau):
         e = np.exp((scores - scores.max()) / tau)
         return e[0] / e.sum()
@@ -36,7 +37,7 @@ def test_1_reference_and_rounded_answers_are_right():
     u = (math.sqrt(1 + 4 / 99) - 1) / 2
     assert tau == pytest.approx(math.sqrt(2) / -math.log(u), rel=1e-9)
     assert ch00.check_1(tau).ok is True
-    assert ch00.check_1(round(tau, 4)).ok is True      # 0.3071, as the solution prints it
+    assert ch00.check_1(round(tau, 4)).ok is True      # as the solution prints it
     assert ch00.check_1(np.float64(tau)).ok is True
 
 
@@ -53,7 +54,7 @@ def test_1_mistakes_are_named(wrong, key, word):
     assert verdict.ok is False
     assert verdict.mistake == key
     assert word in verdict.message
-    assert "0.307" not in verdict.message                              # never the answer
+    assert "0.307" not in verdict.message              # never the answer
 
 
 def test_1_unanswered():
@@ -61,8 +62,8 @@ def test_1_unanswered():
     assert "No answer yet" in repr(ch00.check_1(...))
 
 
-# Shapes by hand: every array between the boxes is (tokens, d_model); P (n_tgt, n_vocab);
-# one head's A is (queries, keys).
+# Shapes by hand: every array between the boxes is (tokens, d_model); P is
+# (n_tgt, n_vocab); one head's A is (queries, keys).
 SHAPES = {"X": (20, 512), "mem": (20, 512), "H": (25, 512), "P": (25, 37000),
           "A, encoder": (20, 20), "A, decoder self": (25, 25), "A, cross": (25, 20)}
 
@@ -101,9 +102,9 @@ def test_2_partial_and_unanswered():
     assert ch00.check_2({"X": (20, 512)}).mistake == "keys"
 
 
-# By hand: the causal mask hides the last target token from every earlier position, so only
-# the last of the 4 rows changes; every target position reads the whole memory, so a source
-# word changes all 4.
+# By hand: the causal mask hides the last target token from every earlier position,
+# so only the last of the 4 rows changes; every target position reads the whole memory,
+# so a source word changes all 4.
 ROWS = {"target": [3], "source": [0, 1, 2, 3]}
 
 

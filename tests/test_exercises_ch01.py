@@ -1,5 +1,5 @@
-"""book/exercises/ch01.py: chapter 1's checkers accept the reference answers, derived here
-by hand or by loops, and name the mistakes a reader makes."""
+"""book/exercises/ch01.py: chapter 1's checkers accept the reference answers, derived
+here by hand or by loops, and name the mistakes a reader makes."""
 
 import math
 import sys
@@ -15,8 +15,8 @@ X = np.array([[2, 1, 0, 1],      # tea
               [2, 1, 1, 0],      # chai
               [-1, 0, 2, 1]])    # car
 
-# By hand: X Xᵀ = [[6, 5, -1], [5, 6, 0], [-1, 0, 6]]; row and column of "car" times 3, its
-# corner times 9.
+# By hand: X Xᵀ = [[6, 5, -1], [5, 6, 0], [-1, 0, 6]]; row and column of "car" times 3,
+# its corner times 9.
 TABLE = np.array([[6, 5, -3],
                   [5, 6, 0],
                   [-3, 0, 54]])
@@ -29,7 +29,8 @@ def _angles_by_loops(rows):
     for i in range(n):
         for j in range(n):
             dot = sum(a * b for a, b in zip(rows[i], rows[j]))
-            cos = dot / math.sqrt(sum(a * a for a in rows[i]) * sum(b * b for b in rows[j]))
+            norms = math.sqrt(sum(a * a for a in rows[i]) * sum(b * b for b in rows[j]))
+            cos = dot / norms
             out[i, j] = math.degrees(math.acos(max(-1.0, min(1.0, cos))))
     return out
 
@@ -83,8 +84,8 @@ def test_1_unanswered():
     assert ch01.check_1({"table": TABLE, "angles": ...}).ok is None
 
 
-# By hand, n = 6, d_model = 512, d_k = 64: 36 entries, 6·7/2 = 21 distinct, 36·64 = 2,304,
-# 21·64 = 1,344, and 2 · 6 · 512 · 64 = 393,216 for the two projections.
+# By hand, n = 6, d_model = 512, d_k = 64: 36 entries, 6·7/2 = 21 distinct,
+# 36·64 = 2,304, 21·64 = 1,344, and 2 · 6 · 512 · 64 = 393,216 for the two projections.
 COUNTS = {"entries": 36, "distinct": 21, "table_mults": 2304, "distinct_mults": 1344,
           "projection_mults": 393216}
 

@@ -1,5 +1,6 @@
-"""book/exercises/ch02.py: chapter 2's checkers accept the reference answers, derived here
-by hand or sampled as the chapter samples them, and name the mistakes a reader makes."""
+"""book/exercises/ch02.py: chapter 2's checkers accept the reference answers, derived
+here by hand or sampled as the chapter samples them, and name the mistakes a reader
+makes."""
 
 import math
 import sys
@@ -92,7 +93,8 @@ def _chapter_medians(seed=1, draws=500):
     return out
 
 
-# By hand: Var(q · k) = σ_q² σ_k² d_k = 4 · 4 · 256 = 4096, so the divisor is √4096 = 64.
+# By hand: Var(q · k) = σ_q² σ_k² d_k = 4 · 4 · 256 = 4096, so the divisor is
+# √4096 = 64.
 PAPER, OURS = _chapter_medians()
 ANSWER_3 = {"divisor": 64, "max_paper": PAPER, "max_yours": OURS}
 
@@ -100,7 +102,8 @@ ANSWER_3 = {"divisor": 64, "max_paper": PAPER, "max_yours": OURS}
 @pytest.mark.parametrize("seed", [1, 7])
 def test_3_reference_is_right(seed):
     paper, ours = _chapter_medians(seed)
-    assert ch02.check_3({"divisor": 64, "max_paper": paper, "max_yours": ours}).ok is True
+    answer = {"divisor": 64, "max_paper": paper, "max_yours": ours}
+    assert ch02.check_3(answer).ok is True
     # the solution's rounded values
     assert ch02.check_3({"divisor": 64.0, "max_paper": 0.690, "max_yours": 0.225}).ok
 

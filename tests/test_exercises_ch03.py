@@ -1,6 +1,6 @@
-"""book/exercises/ch03.py: chapter 3's checkers accept the reference answers, computed here
-by another route (torch.autograd, hand-written finite differences, bisection, hand-derived
-limits), and name the mistakes a reader makes."""
+"""book/exercises/ch03.py: chapter 3's checkers accept the reference answers, computed
+here by another route (torch.autograd, hand-written finite differences, bisection,
+hand-derived limits), and name the mistakes a reader makes."""
 
 import math
 import sys
@@ -40,7 +40,8 @@ def test_1_reference_is_right():
 
 
 @pytest.mark.parametrize("wrong, key, word", [
-    (_central(lambda s: sum(math.exp(x) for x in s), S, h=1e-7), "gradient-of-Z", "log Z"),
+    (_central(lambda s: sum(math.exp(x) for x in s), S, h=1e-7), "gradient-of-Z",
+     "log Z"),
     (_central(_log_z, S, flip=True), "sign", "wrong sign"),
     (_central(_log_z, S, divide=1.0), "h-not-2h", "2h"),
     (_log_z(S), "log-Z", "log Z itself"),
@@ -66,7 +67,7 @@ def test_2_reference_is_right():
     a = torch.softmax(torch.tensor(S, dtype=torch.float64) / tau, dim=0)
     (-(a * a.log()).sum()).backward()
     assert ch03.check_2(tau.grad.item()).ok is True            # autograd
-    assert ch03.check_2(0.533682).ok is True                   # as the solution prints it
+    assert ch03.check_2(0.533682).ok is True           # as the solution prints it
 
 
 def _slope(log=np.log, in_beta=False, h=1e-5):
@@ -137,7 +138,7 @@ def test_4_reference_is_right():
     tau = _bisect_half()
     assert _softmax(S, tau)[0] == pytest.approx(0.5, abs=1e-12)
     assert ch03.check_4(tau).ok is True
-    assert ch03.check_4(1.4747).ok is True                     # as the solution prints it
+    assert ch03.check_4(1.4747).ok is True             # as the solution prints it
 
 
 @pytest.mark.parametrize("wrong, key, word", [

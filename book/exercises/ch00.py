@@ -1,12 +1,13 @@
 """Checkers for the exercises of the orientation chapter.
 
 - ``check_1(tau)``: the temperature below which "cat" gets at least 0.99 of the weight.
-- ``check_2(shapes)``: the shapes of X, mem, H, P and of one head's weights A in the three
-  kinds of attention, for the paper's base model, 20 source and 25 target tokens.
+- ``check_2(shapes)``: the shapes of X, mem, H, P and of one head's weights A in the
+  three kinds of attention, for the paper's base model, 20 source and 25 target tokens.
 - ``check_3(rows)``: the rows of P that change when the last target token, or a source
   token, is replaced.
 
-``check_parts`` (used here and by later chapters) checks an answer given as a dict of parts.
+``check_parts`` (used here and by later chapters) checks an answer given as a dict of
+parts.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def check_parts(
     ``(key, predicate, message)`` for mistakes that involve several parts (tried first,
     on the filled parts). ``rtol`` and ``atol`` may be given per key, as a dict.
     ``fallback(key, value)`` words a wrong part (value or shape) that no mistake names.
-    Parts still ``...`` are left for later: the verdict is ``None`` until all are filled.
+    Parts still ``...`` are left for later: the verdict is ``None`` until all are
+    filled.
     """
     if unanswered(answer):
         return UNANSWERED
@@ -46,8 +48,9 @@ def check_parts(
                      f"not a {type(answer).__name__}.", "not-a-dict")
     missing = [k for k in expected if k not in answer]
     if missing:
-        return wrong(f"the answer has no {', '.join(map(repr, missing))}: keep the keys "
-                     "of the answer cell.", "keys")
+        names = ", ".join(map(repr, missing))
+        return wrong(f"the answer has no {names}: keep the keys of the answer cell.",
+                     "keys")
     todo = [k for k in expected if unanswered(answer[k])]
     if len(todo) == len(expected):
         return UNANSWERED
@@ -79,7 +82,7 @@ def check_parts(
     return right(praise)
 
 
-# --- exercise 1: how cold is hard? ---------------------------------------------------------
+# --- exercise 1: how cold is hard? ----------------------------------------------------
 
 _K = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 2.0]])   # keys of cat, dog, car
 
@@ -90,7 +93,7 @@ def _cat_weight(tau: float, scale: float = math.sqrt(2.0)) -> float:
 
 
 def _tau_99(scores: np.ndarray, n_keys: int = 3) -> float:
-    """The tau at which the first key gets 0.99, from the gaps (car's is twice dog's)."""
+    """The tau at which the first key gets 0.99, from the gaps (car's twice dog's)."""
     gap = scores[0] - scores[1]
     if n_keys == 2:                       # 1 / (1 + u) = 0.99
         return float(gap / math.log(99))
@@ -122,7 +125,7 @@ def check_1(tau) -> Verdict:
     return verdict
 
 
-# --- exercise 2: the paper's shapes ---------------------------------------------------------
+# --- exercise 2: the paper's shapes ---------------------------------------------------
 
 PAPER = dict(n_vocab=37000, d_model=512, h=8)
 N_SRC, N_TGT = 20, 25
@@ -149,20 +152,22 @@ def check_2(shapes) -> Verdict:
                     "that is every head's weights: one head's A has no axis for h.")
     per_part = {
         "mem": [Mistake("mem-rows", _is_shape((N_TGT, d)),
-                        "mem comes out of the encoder: how many tokens does the encoder "
-                        "read?")],
+                        "mem comes out of the encoder: how many tokens does the "
+                        "encoder read?")],
         "H": [Mistake("H-rows", _is_shape((N_SRC, d)),
-                      "H comes out of the decoder: one row per token the decoder reads.")],
+                      "H comes out of the decoder: one row per token the decoder "
+                      "reads.")],
         "P": [Mistake("P-width", _is_shape((N_TGT, d)),
-                      "P scores every token of the vocabulary, not the d_model features."),
+                      "P scores every token of the vocabulary, not the d_model "
+                      "features."),
               Mistake("transposed", _is_shape((v, N_TGT)),
                       "rows and columns swapped: P has a row per target position.")],
         "A, encoder": [heads],
         "A, decoder self": [heads],
         "A, cross": [heads, Mistake(
             "cross-swapped", _is_shape((N_SRC, N_TGT)),
-            "rows and columns swapped: A has a row per query, and in cross-attention the "
-            "queries come from the decoder.")],
+            "rows and columns swapped: A has a row per query, and in cross-attention "
+            "the queries come from the decoder.")],
     }
     for key in ("X", "mem", "H"):
         per_part.setdefault(key, []).append(Mistake(
@@ -180,7 +185,7 @@ def _show(a) -> str:
         return repr(a)
 
 
-# --- exercise 3: no peeking -----------------------------------------------------------------
+# --- exercise 3: no peeking -----------------------------------------------------------
 
 def _chapter_model():
     """The orientation chapter's model and sentences, rebuilt from its seed."""
@@ -210,7 +215,7 @@ def _changed_rows():
 
 
 def _rows(answer):
-    """A reader's rows as a sorted array of distinct indices (a bare index is one row)."""
+    """A reader's rows as a sorted array of distinct indices (a bare index: one row)."""
     if unanswered(answer):
         return answer
     try:
@@ -253,4 +258,4 @@ def check_3(rows) -> Verdict:
     }
     expected = {k: np.asarray(v, dtype=float) for k, v in expected.items()}
     return check_parts(rows, expected, mistakes=per_part, rtol=0, atol=0,
-                       fallback=lambda k, a: f"{_show(a)} are not the rows that change.")
+                       fallback=lambda k, a: f"{_show(a)}: not the rows that change.")

@@ -2,9 +2,9 @@
 
 - ``check_1(answer)``: the table X Xᵀ once the row of "car" is multiplied by 3, and the
   angles θ_ij (degrees) between the three tokens after the change.
-- ``check_2(counts)``: for n = 6, d_model = 512, d_k = 64, the entries and distinct entries
-  of one head's score table, its multiplications (all entries, distinct only), and the
-  multiplications of the projections Q = XW^Q and K = XW^K.
+- ``check_2(counts)``: for n = 6, d_model = 512, d_k = 64, the entries and distinct
+  entries of one head's score table, its multiplications (all entries, distinct only),
+  and the multiplications of the projections Q = XW^Q and K = XW^K.
 
 Exercises 3 (a proof) and 4 (an explanation) keep only their folded solutions.
 """
@@ -37,14 +37,14 @@ def check_1(answer) -> Verdict:
     old = X @ X.T
     angles = _angles(table)
     row_only = old.copy()
-    row_only[CAR] *= 3                                   # the row scaled, not the column
+    row_only[CAR] *= 3                       # the row scaled, not the column
     corner_3 = table.copy()
     corner_3[CAR, CAR] //= 3                             # the corner scaled once
     mistakes = {
         "table": [
             Mistake("row-only", row_only,
-                    "you scaled only the row of \"car\": column j of the table is token j "
-                    "too, so the column of \"car\" changes as well."),
+                    "you scaled only the row of \"car\": column j of the table is "
+                    "token j too, so the column of \"car\" changes as well."),
             Mistake("corner-once", corner_3,
                     "the corner entry is car · car: both of its factors carry the 3."),
             Mistake("all-times-3", 3 * old,
@@ -73,7 +73,8 @@ def check_2(counts) -> Verdict:
     n, d_model, d_k = 6, 512, 64
     distinct = n * (n + 1) // 2
     expected = {"entries": n * n, "distinct": distinct, "table_mults": n * n * d_k,
-                "distinct_mults": distinct * d_k, "projection_mults": 2 * n * d_model * d_k}
+                "distinct_mults": distinct * d_k,
+                "projection_mults": 2 * n * d_model * d_k}
     no_diagonal = n * (n - 1) // 2
     mistakes = {
         "distinct": [
@@ -81,8 +82,8 @@ def check_2(counts) -> Verdict:
                     "n(n − 1)/2 leaves out the diagonal: x_i · x_i is an entry of its "
                     "own."),
             Mistake("half", n * n / 2,
-                    "n²/2 halves the diagonal too: each diagonal entry appears only once "
-                    "in the table."),
+                    "n²/2 halves the diagonal too: each diagonal entry appears only "
+                    "once in the table."),
         ],
         "table_mults": [
             Mistake("d_model", n * n * d_model,
@@ -106,8 +107,8 @@ def check_2(counts) -> Verdict:
             Mistake("with-V", 3 * n * d_model * d_k,
                     "that counts V too: the question asks for Q and K."),
             Mistake("square", 2 * n * d_model ** 2,
-                    "each projection multiplies an n × d_model matrix by a d_model × d_k "
-                    "one, not by a square matrix."),
+                    "each projection multiplies an n × d_model matrix by a d_model × "
+                    "d_k one, not by a square matrix."),
         ],
     }
     return check_parts(counts, expected, mistakes=mistakes, rtol=0, atol=0,

@@ -2,8 +2,8 @@
 
 - ``check_1(var)``: the predicted variance of q · k for components uniform on [-1, 1],
   d_k = 64.
-- ``check_2(moments)``: the mean and variance of q · k and of q · k / √d_k for components
-  of mean 1 and variance 1, d_k = 64.
+- ``check_2(moments)``: the mean and variance of q · k and of q · k / √d_k for
+  components of mean 1 and variance 1, d_k = 64.
 - ``check_3(answer)``: the divisor that gives unit-variance scores for σ_q = σ_k = 2,
   d_k = 256, and the median largest softmax weight over 16 keys with √d_k and with it
   (sampled, so within a sampling tolerance).
@@ -38,16 +38,17 @@ def check_1(var) -> Verdict:
     expected = D_K * sigma2 * sigma2             # d_k terms of variance σ²σ²
     mistakes = [
         Mistake("sigma-squared", D_K * sigma2,
-                "that is σ² d_k: the variance of a product of two independent zero-mean "
-                "components is σ² · σ², not σ²."),
+                "that is σ² d_k: the variance of a product of two independent "
+                "zero-mean components is σ² · σ², not σ²."),
         Mistake("unit-variance", D_K,
-                "that assumes components of variance 1; uniform on [−1, 1] has a smaller "
-                "variance."),
+                "that assumes components of variance 1; uniform on [−1, 1] has a "
+                "smaller variance."),
         Mistake("std", math.sqrt(expected),
                 "that is a standard deviation: the question asks for the variance."),
         Mistake("one-term", sigma2 * sigma2,
                 "that is the variance of one term q_c k_c: q · k adds d_k of them."),
-        Mistake("sampled", lambda a: a.size == 1 and abs(a.item() / expected - 1) < 0.05,
+        Mistake("sampled",
+                lambda a: a.size == 1 and abs(a.item() / expected - 1) < 0.05,
                 "close, but not the prediction: a sampled or a rounded value? The "
                 "prediction is exact; write it as a fraction and let Python divide."),
     ]
@@ -67,8 +68,8 @@ def check_2(moments) -> Verdict:
                     "that is d_k σ_q² σ_k², the zero-mean case: the means add to the "
                     "variance of each term."),
             Mistake("no-mean-squared", D_K * (var + mu**2) ** 2,
-                    "E[(q_c k_c)²] is not the variance of q_c k_c: subtract the square of "
-                    "its mean."),
+                    "E[(q_c k_c)²] is not the variance of q_c k_c: subtract the square "
+                    "of its mean."),
             Mistake("within-row", within,
                     "that is the spread of the scores within one query's row; the "
                     "question asks for the variance over all pairs."),
@@ -84,8 +85,8 @@ def check_2(moments) -> Verdict:
                     "1 is the zero-mean result: with mean 1 the scaled variance is not "
                     "1."),
             Mistake("within-row", within / D_K,
-                    "that is the spread within one query's row; the question asks for the "
-                    "variance over all pairs."),
+                    "that is the spread within one query's row; the question asks for "
+                    "the variance over all pairs."),
         ],
     }
     return check_parts(moments, expected, mistakes=mistakes, rtol=1e-6, atol=1e-9,
@@ -128,21 +129,21 @@ def check_3(answer) -> Verdict:
         return f"with it the scores' variance is {score_var / d**2:.4g}, not 1."
 
     below = Mistake("wrong-axis", lambda a: a.size == 1 and a.item() < 1 / N_KEYS,
-                    "below 1/16: the largest of 16 weights that sum to 1 is at least 1/16. "
-                    "Did you take the softmax over the keys (the last axis)?")
+                    "below 1/16: the largest of 16 weights that sum to 1 is at least "
+                    "1/16. Did you take the softmax over the keys (the last axis)?")
     above = Mistake("above-one", lambda a: a.size == 1 and a.item() > 1,
                     "a weight is at most 1: did you take the softmax?")
     mistakes = {
         "divisor": [
             Mistake("paper-divisor", math.sqrt(D_K3),
-                    "with √d_k alone the scores' variance is σ_q² σ_k² = 16, not 1: the "
-                    "divisor has to account for σ_q and σ_k."),
+                    "with √d_k alone the scores' variance is σ_q² σ_k² = 16, not 1: "
+                    "the divisor has to account for σ_q and σ_k."),
             Mistake("sigma-once", SIGMA * math.sqrt(D_K3),
-                    "with σ√d_k the scores' variance is 4, not 1: q · k carries σ_q and "
-                    "σ_k, both."),
+                    "with σ√d_k the scores' variance is 4, not 1: q · k carries σ_q "
+                    "and σ_k, both."),
             Mistake("variance", score_var,
-                    "that is the variance of q · k: dividing by it leaves a variance of "
-                    "1/4096, not 1."),
+                    "that is the variance of q · k: dividing by it leaves a variance "
+                    "of 1/4096, not 1."),
         ],
         "max_paper": [below, above, Mistake(
             "unit-components", lambda a: a.size == 1 and abs(a.item() - ours) < 0.03,
@@ -164,8 +165,8 @@ def check_4(m) -> Verdict:
     expected = max(norms, key=norms.get)
     mistakes = [
         Mistake("fully-uniform", n,
-                "that is the fully uniform softmax, over all 16 keys: compare ‖J‖_F for "
-                "a few smaller m."),
+                "that is the fully uniform softmax, over all 16 keys: compare ‖J‖_F "
+                "for a few smaller m."),
         Mistake("one-hot", 1, "uniform over 1 key is one-hot, and then J = 0."),
         Mistake("the-norm", norms[expected],
                 "that is the largest ‖J‖_F itself: the question asks for m."),
@@ -175,6 +176,6 @@ def check_4(m) -> Verdict:
         k = _number(m)
         if k is None or k != int(k) or not 1 <= k <= n:
             return wrong("m counts keys: an integer from 1 to 16.", "not-a-count")
-        return wrong(f"at m = {int(k)}, ‖J‖_F = {norms[int(k)]:.4f}: another m gives more.",
-                     "value")
+        return wrong(f"at m = {int(k)}, ‖J‖_F = {norms[int(k)]:.4f}: another m gives "
+                     "more.", "value")
     return verdict

@@ -3,7 +3,8 @@
 - ``check_1(grad)``: ∂ log Z / ∂s_i by central finite differences, s = (2, 1, 0.5, −1).
 - ``check_2(slope)``: dη/dτ at τ = 1 for the same scores.
 - ``check_3(weights)``: the limit of softmax(s/τ) as τ → 0 for s = (1, 3, 3).
-- ``check_4(tau)``: the temperature at which the top weight of s = (2, 1, 0.5, −1) is 1/2.
+- ``check_4(tau)``: the temperature at which the top weight of s = (2, 1, 0.5, −1) is
+  1/2.
 
 The derivations of exercises 1 and 2, and why τ* is unique (exercise 4), keep their
 folded solutions.
@@ -31,7 +32,8 @@ def check_1(grad) -> Verdict:
     Z = sum(math.exp(x) for x in S)
     mistakes = [
         Mistake("gradient-of-Z", a * Z,
-                "that is the gradient of Z, not of log Z: the chain rule divides by Z."),
+                "that is the gradient of Z, not of log Z: the chain rule divides by "
+                "Z."),
         Mistake("sign", -a,
                 "every entry has the wrong sign: the central difference is "
                 "(f(s + h e_i) − f(s − h e_i)) / 2h."),
@@ -61,7 +63,8 @@ def check_2(slope) -> Verdict:
         Mistake("std", math.sqrt(var),
                 "that is a standard deviation: the formula has the variance."),
     ]
-    return check_value(slope, var, what="dη/dτ", mistakes=mistakes, rtol=1e-5, atol=1e-8)
+    return check_value(slope, var, what="dη/dτ", mistakes=mistakes, rtol=1e-5,
+                       atol=1e-8)
 
 
 def check_3(weights) -> Verdict:
@@ -72,8 +75,8 @@ def check_3(weights) -> Verdict:
     first_max[int(np.argmax(s))] = 1.0
     mistakes = [
         Mistake("argmax", first_max,
-                "one-hot on the first maximum: that is how argmax breaks a tie, not the "
-                "softmax's limit."),
+                "one-hot on the first maximum: that is how argmax breaks a tie, not "
+                "the softmax's limit."),
         Mistake("tau-one", _weights(s),
                 "those are the weights at τ = 1: divide the scores by a small τ."),
         Mistake("times-tau", _weights(s * 0.01),
@@ -104,7 +107,7 @@ def _top_weight(tau: float) -> float:
 
 
 def _tau_half() -> float:
-    """The τ at which the top weight is 1/2: Newton's method on log(top weight) + log 2."""
+    """The τ at which the top weight is 1/2: Newton's method on log a_1(τ) + log 2."""
     tau = 1.0
     for _ in range(50):
         a = _weights(S, tau)
@@ -120,12 +123,14 @@ def check_4(tau) -> Verdict:
         Mistake("inverse", 1 / expected,
                 "that is 1/τ: the softmax divides the scores by τ."),
     ]
-    verdict = check_value(tau, expected, what="τ*", mistakes=mistakes, rtol=1e-4, atol=0)
+    verdict = check_value(tau, expected, what="τ*", mistakes=mistakes, rtol=1e-4,
+                          atol=0)
     if verdict.mistake == "value":
         t = float(np.asarray(tau, dtype=float))
         if not t > 0:
             return wrong("a temperature is positive.", "not-positive")
         a = _top_weight(t)
-        side = "more than 1/2: τ* is warmer" if a > 0.5 else "less than 1/2: τ* is colder"
+        side = ("more than 1/2: τ* is warmer" if a > 0.5
+                else "less than 1/2: τ* is colder")
         return wrong(f"at your τ the top weight is {a:.4f}, {side}.", "top-weight")
     return verdict
