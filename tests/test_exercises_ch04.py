@@ -1,5 +1,6 @@
-"""book/exercises/ch04.py: each checker accepts a reference answer written here by another
-route, and names the mistake of wrong answers written as a reader would make them."""
+"""book/exercises/ch04.py: each checker accepts a reference answer written here
+by another route, and names the mistake of wrong answers written as a reader would
+make them."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ def refused(verdict, key, word):
     assert ANSWER_C not in verdict.message
 
 
-# --- exercise 2: the factor c on W^Q ------------------------------------------------------
-# By hand: Q K^T of "Chai piyo" is [[0, 4], [4, 0]], so the scaled gap between "piyo" and
-# "Chai" in the first row is 4 / sqrt(2) = 2 sqrt(2); with c W^Q it is c 2 sqrt(2), and the
-# weight on "piyo" is 1 / (1 + exp(-2 sqrt(2) c)) = 0.99 when exp(-2 sqrt(2) c) = 1 / 99.
+# --- exercise 2: the factor c on W^Q --------------------------------------------------
+# By hand: Q K^T of "Chai piyo" is [[0, 4], [4, 0]], so the scaled gap between "piyo"
+# and "Chai" in the first row is 4 / sqrt(2) = 2 sqrt(2); with c W^Q it is c 2 sqrt(2),
+# and the weight on "piyo" is 1 / (1 + exp(-2 sqrt(2) c)) = 0.99 when exp(-2 sqrt(2) c)
+# = 1 / 99.
 GAP = 2 * math.sqrt(2)
 C = math.log(99) / GAP
 
@@ -62,7 +64,7 @@ def test_2_unanswered():
     assert ch04.check_2("1.6").ok is False
 
 
-# --- exercise 3: the bottom-right causal mask ---------------------------------------------
+# --- exercise 3: the bottom-right causal mask -----------------------------------------
 
 def loop_mask(n_q, n_k, rule):
     mask = np.zeros((n_q, n_k), dtype=bool)
@@ -74,10 +76,11 @@ def loop_mask(n_q, n_k, rule):
 
 def test_3_reference_is_right():
     # new query i sits at absolute position i + (n_k - n_q) and may see keys up to it
-    ref = lambda n_q, n_k: loop_mask(n_q, n_k, lambda i, j, off: j <= i + off)  # noqa: E731
+    def ref(n_q, n_k):
+        return loop_mask(n_q, n_k, lambda i, j, off: j <= i + off)
+
     assert ch04.check_3(ref).ok is True
-    as_ints = lambda n_q, n_k: ref(n_q, n_k).astype(int)  # noqa: E731
-    assert ch04.check_3(as_ints).ok is True
+    assert ch04.check_3(lambda n_q, n_k: ref(n_q, n_k).astype(int)).ok is True
 
 
 @pytest.mark.parametrize("rule, key, word", [
@@ -112,7 +115,7 @@ def test_3_unanswered():
     assert ch04.check_3(...).ok is None
 
 
-# --- exercise 4: masked attention that never reads a masked value -------------------------
+# --- exercise 4: masked attention that never reads a masked value ---------------------
 
 def softmax_rows(s):
     e = np.exp(s - s.max(axis=-1, keepdims=True))
@@ -140,7 +143,7 @@ def weights_then_product(Q, K, V, mask):        # the usual readable version
     return softmax_rows(s) @ V
 
 
-def multiplied_mask(Q, K, V, mask):             # the additive mask built as (1 - m) * -inf
+def multiplied_mask(Q, K, V, mask):    # the additive mask built as (1 - mask) * -inf
     s = Q @ K.T / math.sqrt(Q.shape[1]) + (1 - mask) * -np.inf
     return softmax_rows(s) @ V
 

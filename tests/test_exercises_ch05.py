@@ -1,5 +1,6 @@
-"""book/exercises/ch05.py: each checker accepts a reference answer written here by another
-route, and names the mistake of wrong answers written as a reader would make them."""
+"""book/exercises/ch05.py: each checker accepts a reference answer written here
+by another route, and names the mistake of wrong answers written as a reader would
+make them."""
 
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ def refused(verdict, key, word, answer=None):
         assert answer not in verdict.message.replace(",", "")
 
 
-# --- exercise 1: parameters of the big model's sub-layer ----------------------------------
-# By hand: 16 heads of d_k = 64 give 3 * 16 * 1024 * 64 = 3 * 1024^2 weights for W^Q, W^K,
-# W^V, and W^O adds 1024^2: 4 * 1024^2 = 4,194,304; the biases add 4 * 1024 = 4,096.
+# --- exercise 1: parameters of the big model's sub-layer ------------------------------
+# By hand: 16 heads of d_k = 64 give 3 * 16 * 1024 * 64 = 3 * 1024^2 weights for W^Q,
+# W^K, W^V, and W^O adds 1024^2: 4 * 1024^2 = 4,194,304; the biases add 4 * 1024 =
+# 4,096.
 
 def test_1_reference_is_right():
     torch.manual_seed(0)
@@ -54,7 +56,7 @@ def test_1_unanswered():
     assert ch05.check_1(...).ok is None
 
 
-# --- exercise 2: W^O follows the heads ----------------------------------------------------
+# --- exercise 2: W^O follows the heads ------------------------------------------------
 
 def by_blocks(W_O, perm):
     d_v = W_O.shape[0] // len(perm)
@@ -104,7 +106,7 @@ def test_2_unanswered():
     assert ch05.check_2(...).ok is None
 
 
-# --- exercise 3: the weights a causal mask zeroes -----------------------------------------
+# --- exercise 3: the weights a causal mask zeroes -------------------------------------
 
 def above_diagonal():
     # by hand: query i (row) may not see key j (column) after it, j > i
@@ -132,7 +134,7 @@ def test_3_unanswered():
     assert ch05.check_3(...).ok is None
 
 
-# --- exercise 4: bytes of the attention weights -------------------------------------------
+# --- exercise 4: bytes of the attention weights ---------------------------------------
 # By hand: 8 * 4096^2 = 2^3 * 2^24 = 2^27 weights of 4 bytes: 2^29 = 536,870,912 bytes.
 
 def test_4_reference_is_right():
@@ -158,9 +160,10 @@ def test_4_unanswered():
     assert ch05.check_4(...).ok is None
 
 
-# --- exercise 5: d_k != d_v ---------------------------------------------------------------
-# By hand: W_V is h x d_model x d_v = (2, 8, 5); the heads concatenate h d_v = 10 values, so
-# W_O is (10, 8); the output is (n, d_model) = (6, 8), the weights (h, n, n) = (2, 6, 6).
+# --- exercise 5: d_k != d_v -----------------------------------------------------------
+# By hand: W_V is h x d_model x d_v = (2, 8, 5); the heads concatenate h d_v = 10
+# values, so W_O is (10, 8); the output is (n, d_model) = (6, 8), the weights (h, n, n)
+# = (2, 6, 6).
 RIGHT5 = [(2, 8, 5), (10, 8), (6, 8), (2, 6, 6)]
 
 

@@ -1,5 +1,6 @@
-"""book/exercises/ch06.py: each checker accepts a reference answer written here by another
-route, and names the mistake of wrong answers written as a reader would make them."""
+"""book/exercises/ch06.py: each checker accepts a reference answer written here
+by another route, and names the mistake of wrong answers written as a reader would
+make them."""
 
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ def refused(verdict, key, word):
     assert word in verdict.message
 
 
-# --- exercise 1: the closest two encodings, d_model = 2 -----------------------------------
+# --- exercise 1: the closest two encodings, d_model = 2 -------------------------------
 # With one pair (omega = 1), rows k apart are at distance |e^{ik} - 1| = 2 |sin(k / 2)|,
-# the same for every starting position: the closest pair has the offset k <= 1000 with the
-# smallest 2 |sin(k / 2)|, a loop over k, not over pairs of rows.
+# the same for every starting position: the closest pair has the offset k <= 1000 with
+# the smallest 2 |sin(k / 2)|, a loop over k, not over pairs of rows.
 
 def by_offset(k_max):
     dist = [2 * abs(math.sin(k / 2)) for k in range(1, k_max + 1)]
@@ -61,7 +62,7 @@ def test_1_unanswered():
     assert ch06.check_1(...).ok is None
 
 
-# --- exercise 3: PE_pos . PE_(pos+6), d_model = 4 ------------------------------------------
+# --- exercise 3: PE_pos . PE_(pos+6), d_model = 4 -------------------------------------
 # By hand: the pairs turn at omega_0 = 1 and omega_1 = 10000^(-2/4) = 0.01, and the dot
 # product of two positions k apart is sum_i cos(omega_i k) = cos 6 + cos 0.06.
 DOT = math.cos(6) + math.cos(0.06)
@@ -93,10 +94,10 @@ def test_3_unanswered():
     assert ch06.check_3(...).ok is None
 
 
-# --- exercise 4: float32 angle error at pos = 100000 --------------------------------------
-# By hand: 2^16 = 65536 <= 10^5 < 2^17, so float32 numbers there are 2^(16 - 23) = 2^-7 apart
-# and rounding to the nearest costs up to 2^-8. The measurement, written as a loop over
-# the 256 frequencies with float32 scalars:
+# --- exercise 4: float32 angle error at pos = 100000 ----------------------------------
+# By hand: 2^16 = 65536 <= 10^5 < 2^17, so float32 numbers there are 2^(16 - 23) = 2^-7
+# apart and rounding to the nearest costs up to 2^-8. The measurement, written as a loop
+# over the 256 frequencies with float32 scalars:
 
 def measured_by_loop(pos):
     worst = 0.0

@@ -1,5 +1,6 @@
-"""book/exercises/ch07.py: each checker accepts a reference answer written here by another
-route, and names the mistake of wrong answers written as a reader would make them."""
+"""book/exercises/ch07.py: each checker accepts a reference answer written here
+by another route, and names the mistake of wrong answers written as a reader would
+make them."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def refused(verdict, key, word):
     assert word in verdict.message
 
 
-# --- exercise 1: parameters of the big model's FFN ----------------------------------------
+# --- exercise 1: parameters of the big model's FFN ------------------------------------
 
 def test_1_reference_is_right():
     linears = (torch.nn.Linear(1024, 4096), torch.nn.Linear(4096, 1024))
@@ -48,7 +49,7 @@ def test_1_unanswered():
     assert ch07.check_1(...).ok is None
 
 
-# --- exercise 2: without the ReLU, one affine map -----------------------------------------
+# --- exercise 2: without the ReLU, one affine map -------------------------------------
 
 def by_loops(W_1, b_1, W_2, b_2):
     # W[i, k] = sum_j W_1[i, j] W_2[j, k];  b[k] = sum_j b_1[j] W_2[j, k] + b_2[k]

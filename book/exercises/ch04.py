@@ -1,9 +1,9 @@
 """Checkers for chapter 4's exercises (scaled dot-product attention).
 
 check_2: the factor c on W^Q for which "Chai" puts weight 0.99 on "piyo".
-check_3: a function bottom_right_mask(n_q, n_k), the causal mask of the n_q newest queries.
-check_4: a function masked_attention(Q, K, V, mask) whose output never reads the value of
-a masked key (a NaN there included).
+check_3: a function bottom_right_mask(n_q, n_k), the causal mask of the newest queries.
+check_4: a function masked_attention(Q, K, V, mask) whose output never reads the value
+    of a masked key (a NaN there included).
 (Exercise 1 asks for an argument; its solution stays folded.)
 """
 
@@ -59,8 +59,8 @@ def check_2(c):
     verdict = check_value(c, expected, what="your c", mistakes=mistakes, rtol=1e-4)
     if verdict.mistake == "value":
         w = _chai_on_piyo(float(np.asarray(c, dtype=float)))
-        return wrong(f"with your c, \"Chai\" puts weight {w:.4f} on \"piyo\", not 0.99.",
-                     "value")
+        return wrong(f"with your c, \"Chai\" puts weight {w:.4f} on \"piyo\", "
+                     "not 0.99.", "value")
     return verdict
 
 
@@ -109,7 +109,7 @@ def _data4():
 
 
 def check_4(masked_attention):
-    """masked_attention(Q, K, V, mask) -> output (n_q, d_v); mask bool, True = may attend."""
+    """masked_attention(Q, K, V, mask) -> (n_q, d_v); mask bool, True = may attend."""
     Q, K, V, mask_last = _data4()
     V_nan = V.copy()
     V_nan[-1] = np.nan
@@ -150,7 +150,8 @@ def check_4(masked_attention):
                 "0 * NaN is NaN, so the product of the weights with V still reads it."),
         Mistake("mask-ignored",
                 lambda Q, K, V, mask: mt.scaled_dot_product_attention(Q, K, V)[0],
-                "your output does not depend on the mask: masked keys still get weight."),
+                "your output does not depend on the mask: masked keys still get "
+                "weight."),
         Mistake("no-scaling",
                 lambda Q, K, V, mask: mt.scaled_dot_product_attention(
                     Q * math.sqrt(Q.shape[-1]), K, V, mask=mask)[0],

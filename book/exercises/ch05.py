@@ -1,8 +1,8 @@
 """Checkers for chapter 5's exercises (multi-head attention).
 
-check_1: (weights, weights + biases) of one multi-head sub-layer, d_model = 1024, h = 16.
+check_1: (weights, weights + biases) of a multi-head sub-layer, d_model 1024, h 16.
 check_2: a function permute_W_O(W_O, perm), W^O for the heads taken in the order perm.
-check_3: the bool (6, 6) array of the weights that are zero in every head under causal_mask(6).
+check_3: bool (6, 6), the weights zero in every head under causal_mask(6).
 check_4: the bytes of one layer's float32 attention weights, n = 4096, h = 8.
 check_5: the shapes of W_V, W_O, the output and the weights for d_k = 3, d_v = 5.
 """
@@ -55,7 +55,7 @@ def _block_rows(perm, d_v):
 
 
 def check_2(permute_W_O):
-    """permute_W_O(W_O, perm) -> W_O with head i's block of rows moved to place k, perm[k] = i."""
+    """permute_W_O(W_O, perm) -> W_O, head perm[k]'s block of rows moved to place k."""
     rng = np.random.default_rng(2)
     cases = []
     for h, d_v, d_model, perm in ((4, 2, 8, [2, 0, 3, 1]), (3, 3, 5, [1, 2, 0]),
@@ -79,8 +79,8 @@ def check_2(permute_W_O):
                 "you permuted single rows of W_O: each head owns a block of d_v rows."),
         Mistake("interleaved", lambda W_O, perm: W_O.reshape(
                     d_v_of(W_O, perm), len(perm), -1)[:, perm].reshape(W_O.shape),
-                "you treated the rows as interleaved (row r for head r mod h): the rows "
-                "of one head are consecutive."),
+                "you treated the rows as interleaved (row r for head r mod h): the "
+                "rows of one head are consecutive."),
     ]
     return check_function(permute_W_O, cases, what="your permute_W_O",
                           mistakes=mistakes, rtol=0, atol=0)
@@ -92,7 +92,7 @@ def _six_tokens(d_model=8):
 
 
 def check_3(zero):
-    """zero: bool (6, 6), True where the weight is 0 in every head under causal_mask(6)."""
+    """zero: bool (6, 6), True where every head's weight is 0 under causal_mask(6)."""
     X = _six_tokens()
     p = mt.MultiHeadParams.random(np.random.default_rng(6), d_model=8, n_heads=4)
     causal = mt.causal_mask(6)
@@ -108,23 +108,24 @@ def check_3(zero):
                 "these are the earlier keys, which a query may see: rows are queries, "
                 "columns keys."),
         Mistake("additive", lambda a: bool(np.isneginf(a).any()),
-                "your array holds -inf: that is an additive mask; give True/False, True "
-                "where the weight is zero."),
+                "your array holds -inf: that is an additive mask; give True/False, "
+                "True where the weight is zero."),
         Mistake("per-head", lambda a: a.ndim == 3,
-                "one (6, 6) array is asked for: the weights that are zero in every head."),
+                "one (6, 6) array is asked for: the weights that are zero in every "
+                "head."),
     ]
     return check_value(zero, expected, what="your array", mistakes=mistakes,
                        rtol=0, atol=0)
 
 
 def check_4(n_bytes):
-    """n_bytes: bytes of the float32 weights of one layer and one sequence, n = 4096, h = 8."""
+    """n_bytes: bytes of one layer's float32 weights, one sequence, n = 4096, h = 8."""
     n, h = 4096, 8
     size = np.dtype(np.float32).itemsize
     expected = h * n * n * size
     mistakes = [
-        Mistake("float64", h * n * n * 8, "that is the size in float64: float32 takes 4 "
-                "bytes per number."),
+        Mistake("float64", h * n * n * 8, "that is the size in float64: float32 takes "
+                "4 bytes per number."),
         Mistake("bits", h * n * n * size * 8, "that is bits, not bytes."),
         Mistake("count", h * n * n, "that is the number of weights: each float32 takes "
                 "4 bytes."),
@@ -134,15 +135,15 @@ def check_4(n_bytes):
         Mistake("GB", expected / 1e9, "that is in GB: give the number of bytes."),
         Mistake("times-d_k", lambda a: a.ndim == 0 and a > 0 and a % expected == 0
                 and a // expected in (8, 64, 512),
-                "you multiplied by a feature width: each weight is one number per query "
-                "and key, whatever d_k is."),
+                "you multiplied by a feature width: each weight is one number per "
+                "query and key, whatever d_k is."),
     ]
     return check_value(n_bytes, expected, what="your number of bytes",
                        mistakes=mistakes, rtol=1e-9, atol=0)
 
 
 def check_5(shapes):
-    """shapes = (W_V, W_O, output, weights) as tuples, d_model 8, h 2, d_k 3, d_v 5, n 6."""
+    """shapes = (W_V, W_O, output, weights), for d_model 8, h 2, d_k 3, d_v 5, n 6."""
     if unanswered(shapes):
         return UNANSWERED
     d_model, h, d_k, d_v = 8, 2, 3, 5

@@ -1,9 +1,9 @@
 """Checkers for chapter 6's exercises (positional encoding).
 
-check_1: (offset, distance) of the two closest encodings among positions 0..1000, d_model 2.
+check_1: (offset, distance) of the closest two encodings of 0..1000, d_model = 2.
 check_3: the dot product PE_pos . PE_(pos+6) for d_model = 4.
 check_4: (estimate, measured) float32 angle error at pos = 100000, d_model = 512.
-(Exercise 2 asks to show two identities and say what they mean; its solution stays folded.)
+(Exercise 2 asks to show two identities and explain them; its solution stays folded.)
 """
 
 from __future__ import annotations
@@ -42,18 +42,18 @@ def check_1(answer):
     if k_ok and d_ok:
         return right()
     if math.isclose(got_k, d, rel_tol=2e-2) and abs(got_d - k) < 0.5:
-        return wrong("the two numbers are swapped: the offset first, then the distance.",
-                     "swapped")
+        return wrong("the two numbers are swapped: the offset first, then the "
+                     "distance.", "swapped")
     if got_k == 0:
-        return wrong("an offset of 0 compares a position with itself: the two positions "
-                     "must differ.", "self")
+        return wrong("an offset of 0 compares a position with itself: the two "
+                     "positions must differ.", "self")
     if abs(got_k - k_first_hundred) < 0.5:
-        return wrong("that is the closest pair among the first hundred positions: search "
-                     "all of 0..1000.", "first-hundred")
+        return wrong("that is the closest pair among the first hundred positions: "
+                     "search all of 0..1000.", "first-hundred")
     if abs(got_k - k / 2) < 0.5:
-        return wrong("at that offset the angle is near an odd multiple of π: the sine is "
-                     "back near 0, but the cosine has changed sign. Both must come back.",
-                     "half-turn")
+        return wrong("at that offset the angle is near an odd multiple of π: the sine "
+                     "is back near 0, but the cosine has changed sign. Both must come "
+                     "back.", "half-turn")
     if not k_ok:
         return wrong(f"the offset {got_k:g} is not it: the distance at that offset is "
                      f"{2 * abs(math.sin(got_k / 2)):.2g}.", "offset")
@@ -81,17 +81,19 @@ def check_3(dot):
         Mistake("wrong-frequency", math.cos(6) + math.cos(6 * 10000 ** (-1 / 4)),
                 "the slow pair's frequency is off: ω_i = 10000^(-2i/d_model), with i "
                 "the pair's index, not the column's."),
-        Mistake("degrees", math.cos(math.radians(6)) + math.cos(math.radians(6 * omega_1)),
+        Mistake("degrees",
+                math.cos(math.radians(6)) + math.cos(math.radians(6 * omega_1)),
                 "you took the angles in degrees: sin and cos here take radians."),
         Mistake("fast-pair-only", math.cos(6),
                 "that is the fast pair alone: d_model = 4 has two pairs."),
         Mistake("slow-pair-only", math.cos(6 * omega_1),
                 "that is the slow pair alone: d_model = 4 has two pairs."),
         Mistake("sines", math.sin(6) + math.sin(6 * omega_1),
-                "you added sines: the dot product of two rotated pairs is the cosine of "
-                "the angle between them."),
+                "you added sines: the dot product of two rotated pairs is the cosine "
+                "of the angle between them."),
         Mistake("distance", near(float(np.linalg.norm(pe[0] - pe[6]))),
-                "that is the distance between the two encodings, not their dot product."),
+                "that is the distance between the two encodings, not their dot "
+                "product."),
         Mistake("squared-distance", near(float(np.sum((pe[0] - pe[6]) ** 2))),
                 "that is the squared distance between the two encodings, not their dot "
                 "product."),
@@ -133,10 +135,11 @@ def check_4(answer):
         Mistake("one-number", lambda a: a.shape != (2,),
                 "give two numbers: (estimate, measured)."),
         Mistake("swapped", [measured, spacing / 2],
-                "the two numbers are swapped: the estimate first, then the measurement."),
+                "the two numbers are swapped: the estimate first, then the "
+                "measurement."),
         Mistake("whole-spacing", first(spacing),
-                "your estimate is the whole spacing: rounding to the nearest float32 is "
-                "off by at most half of it."),
+                "your estimate is the whole spacing: rounding to the nearest float32 "
+                "is off by at most half of it."),
         Mistake("relative-bound", first(u * pos),
                 "your estimate is the relative bound 2^-24 times 10^5; near 10^5 the "
                 "float32 spacing is a power of two: use it."),

@@ -1,8 +1,8 @@
 """Checkers for chapter 7's exercises (the position-wise feed-forward network).
 
 check_1: the parameters of one FFN of the big model, d_model = 1024, d_ff = 4096.
-check_2: a function collapse(W_1, b_1, W_2, b_2) -> (W, b), the FFN without its ReLU as one
-affine map x W + b.
+check_2: a function collapse(W_1, b_1, W_2, b_2) -> (W, b), the FFN without its ReLU
+    as one affine map x W + b.
 (Exercise 3 asks to show a property and explain it; its solution stays folded.)
 """
 
