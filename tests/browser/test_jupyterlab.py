@@ -27,7 +27,8 @@ renders a Markdown cell once it comes into view) and checked. A notebook fails o
   ``outputs_hidden`` fold them);
 - an interactive figure (``book/explorers.py``) that does not draw once the notebook is
   trusted (signed here in the temporary trust database, as ``jupyter trust`` does);
-- a kernel started, or the notebook file changed by opening it.
+- a kernel started, or a file under ``book/`` written or changed by opening the notebook
+  (JupyterLab's checkpoints go to the temporary directory).
 
 Screenshots of each notebook's top and end go to ``_build/screenshots/jupyterlab/`` (a
 CI artifact), with ``findings.json``: the count of each kind of failure per notebook.
@@ -176,8 +177,10 @@ def _get(url: str, timeout: float = 5) -> bytes:
         return response.read()
 
 
-def _digest(page: str) -> str:
-    return hashlib.sha256((ROOT / f"{page}.ipynb").read_bytes()).hexdigest()
+def _book_files() -> dict[str, str]:
+    """Every file under book/ (ignored ones too) with its SHA-256."""
+    return {str(p.relative_to(ROOT)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((ROOT / "book").rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +191,8 @@ def lab(tmp_path_factory):
     from nbformat.sign import NotebookNotary
 
     tmp = tmp_path_factory.mktemp("jupyterlab")
-    dirs = {d: tmp / d for d in ("data", "config", "runtime", "settings", "workspaces")}
+    dirs = {d: tmp / d for d in ("data", "config", "runtime", "settings", "workspaces",
+                                 "checkpoints")}
     for d in dirs.values():
         d.mkdir()
     for plugin, values in SETTINGS.items():
@@ -211,6 +215,8 @@ def lab(tmp_path_factory):
              "--IdentityProvider.token=",
              "--ServerApp.password=", "--ServerApp.allow_root=True",
              f"--ServerApp.root_dir={ROOT}",
+             # JupyterLab makes a checkpoint of every notebook it opens: not in book/.
+             f"--FileCheckpoints.checkpoint_dir={dirs['checkpoints']}",
              f"--LabApp.user_settings_dir={dirs['settings']}",
              f"--LabApp.workspaces_dir={dirs['workspaces']}",
              "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
@@ -322,7 +328,7 @@ def test_notebook_in_jupyterlab(lab, tab, page):
         m for cell in nb["cells"] for out in cell.get("outputs", [])
         for m in FIGURE_ROOT.findall(
             "".join(out.get("data", {}).get("text/html", "")))})
-    before = _digest(page)
+    before = _book_files()
     errors_before = len(js_errors)
     report = tab.evaluate(OPEN, f"{page}.ipynb")
     name = Path(page).name
@@ -337,8 +343,10 @@ def test_notebook_in_jupyterlab(lab, tab, page):
     found = findings(report, figures_expected)
     kernels = json.loads(_get(f"{lab}/api/kernels"))
     found["kernels"] = [f"kernel started: {k['name']}" for k in kernels]
-    if _digest(page) != before:
-        found["files_changed"].append(f"{page}.ipynb changed on disk")
+    after = _book_files()
+    found["files_changed"] = [f"{f} {'changed' if f in before else 'written'}"
+                              for f in after if after[f] != before.get(f)]
+    found["files_changed"] += [f"{f} deleted" for f in before if f not in after]
     if figures_expected and not report["trusted"]:
         found["figures_not_drawn"].append("the notebook is not trusted in JupyterLab")
     FINDINGS[name] = {k: len(v) for k, v in found.items()}
