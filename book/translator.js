@@ -37,26 +37,35 @@ window.mtTranslator = (function () {
     return W[name].data;
   }
 
-  // W_Q (h, d_model, d_k) as one (d_model, h d_k) matrix: column h d_k + j is
-  // W_Q[h][:, j], so x W is every head's projection side by side.
+  // A matrix is kept transposed, one row per output (see linear). W_Q (h, d_model,
+  // d_k) becomes one (h d_k, d_model) matrix: row h d_k + j is W_Q[h][:, j], so x W
+  // is every head's projection side by side.
   function heads(a) {
     var out = new Float64Array(d * H * dk);
     for (var h = 0; h < H; h++)
       for (var i = 0; i < d; i++)
-        for (var j = 0; j < dk; j++) out[i * H * dk + h * dk + j] = a[(h * d + i) * dk + j];
+        for (var j = 0; j < dk; j++) out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
+    return out;
+  }
+
+  function transposed(a, nIn, nOut) {
+    var out = new Float64Array(nIn * nOut);
+    for (var i = 0; i < nIn; i++)
+      for (var j = 0; j < nOut; j++) out[j * nIn + i] = a[i * nOut + j];
     return out;
   }
 
   function mha(prefix) {
     return {WQ: heads(get(prefix + ".W_Q")), WK: heads(get(prefix + ".W_K")),
-            WV: heads(get(prefix + ".W_V")), WO: get(prefix + ".W_O"),
+            WV: heads(get(prefix + ".W_V")), WO: transposed(get(prefix + ".W_O"), d, d),
             bQ: get(prefix + ".b_Q"), bK: get(prefix + ".b_K"), bV: get(prefix + ".b_V"),
             bO: get(prefix + ".b_O")};
   }
 
   function ffn(prefix) {
-    return {W1: get(prefix + ".W_1"), b1: get(prefix + ".b_1"),
-            W2: get(prefix + ".W_2"), b2: get(prefix + ".b_2"), dff: D.d_ff};
+    return {W1: transposed(get(prefix + ".W_1"), d, D.d_ff), b1: get(prefix + ".b_1"),
+            W2: transposed(get(prefix + ".W_2"), D.d_ff, d), b2: get(prefix + ".b_2"),
+            dff: D.d_ff};
   }
 
   function norms(prefix, n) {
@@ -84,15 +93,15 @@ window.mtTranslator = (function () {
 
   // --- the equations ----------------------------------------------------------
 
-  // y = x W + b, x (n_in), W (n_in, n_out) row-major.
-  function linear(x, Wm, b, nOut) {
-    var y = new Float64Array(nOut), nIn = x.length;
-    for (var i = 0; i < nIn; i++) {
-      var xi = x[i], row = i * nOut;
-      if (xi === 0) continue;
-      for (var j = 0; j < nOut; j++) y[j] += xi * Wm[row + j];
+  // y = x W + b, x (n_in), W (n_in, n_out) given transposed: Wt (n_out, n_in), so
+  // that each y_j is one dot product (the fastest loop in JavaScript).
+  function linear(x, Wt, b, nOut) {
+    var nIn = x.length, y = new Float64Array(nOut);
+    for (var j = 0; j < nOut; j++) {
+      var s = 0, row = j * nIn;
+      for (var i = 0; i < nIn; i++) s += x[i] * Wt[row + i];
+      y[j] = s + b[j];
     }
-    for (j = 0; j < nOut; j++) y[j] += b[j];
     return y;
   }
 
@@ -615,7 +624,7 @@ window.mtTranslator.mount = function (root) {
                                       "English number (words or digits)"));
   textLabel.className = "mtt-label";
   var text = row1.appendChild(el("input", {id: "mtt-text", type: "text", "class": "mtt-text",
-    "data-testid": "text", autocomplete: "off", spellcheck: "false", maxlength: "400",
+    "data-testid": "text", autocomplete: "off", spellcheck: "false",
     "aria-describedby": "mtt-readout"}));
   text.value = "three hundred and forty-two";
   var go = row1.appendChild(el("button", {type: "submit", "data-testid": "translate"},

@@ -66,7 +66,8 @@ def longest_source(bpe) -> tuple[int, int]:
 
 def build(model=MODEL, bpe_file=BPE_FILE) -> str:
     """The text of translator_data.js (the same bytes for the same inputs)."""
-    sys.path.insert(0, str(BOOK.parent))
+    if str(BOOK.parent) not in sys.path:  # the package beside the book
+        sys.path.insert(0, str(BOOK.parent))
     from mini_transformer import BPE, TransformerParams
 
     params = TransformerParams.load(model)             # checks the file
