@@ -646,7 +646,7 @@ window.mtTranslator.mount = function (root) {
                                              "-value"}, String(value)));
     return {input: input, out: out};
   }
-  var beam = range("beam size K", "beam", "1", "8", "1", K_DEFAULT);
+  var beam = range("beam size", "beam", "1", "8", "1", K_DEFAULT);
   var alpha = range("length penalty \u03b1", "alpha", "0", "2", "0.1", ALPHA_DEFAULT);
   root.appendChild(form);
   var readout = root.appendChild(el("div", {id: "mtt-readout", "class": "mtt-readout",
@@ -684,6 +684,13 @@ window.mtTranslator.mount = function (root) {
     result.appendChild(table(["decoding", "German", "log P", "score"], rows, "outputs"));
     var out = result.appendChild(el("p", {}, "Beam output tokens: "));
     out.appendChild(chips(r.tokens, "out-tokens"));
+    var runs = r.steps.reduce(function (a, s) { return a + s.live.length; }, 0);
+    result.appendChild(el("p", {"data-testid": "work"}, "The encoder turned the " +
+      r.sourceIds.length + " source tokens into " + r.sourceIds.length + " vectors of " +
+      D.d_model + " numbers, once. The decoder then ran " + (g.ids.length - 1) +
+      " times for greedy decoding and " + runs + " times for the beam (one run per " +
+      "live hypothesis per step), each time on one new position only: every layer " +
+      "keeps the keys and values of the earlier positions (its cache) and of the source."));
     if (r.n !== null) {
       var want = T.german(r.n);
       result.appendChild(el("p", {"data-testid": "check"}, "num2words' German for " +
@@ -724,13 +731,14 @@ window.mtTranslator.mount = function (root) {
       return {cells: [String(i), hyp(h.tokens), fmt(h.logP)]};
     }), "live"));
     stepsBox.appendChild(el("p", {}, "The " + s.candidates.length + " most probable " +
-      "extensions, by log P (score = log P / lp(" + s.n + ") = log P / " +
-      T.lengthPenalty(s.n, current.alpha).toFixed(4) + " for a finished one):"));
+      "extensions (twice the beam size), by log P; an EOS among the first " + current.K +
+      " finishes, with score = log P / lp(" + s.n + ") = log P / " +
+      T.lengthPenalty(s.n, current.alpha).toFixed(4) + ":"));
     stepsBox.appendChild(table(["from", "+ token", "log P", "what happens"],
       s.candidates.map(function (c, i) {
         var what = c.eos ? (i < current.K ? "finishes, score " + fmt(c.score)
-                                         : "EOS outside the first K: dropped")
-                         : (c.live ? "stays live" : "dropped (K live already)");
+                                         : "EOS after the first " + current.K + ": dropped")
+                         : (c.live ? "stays live" : "dropped (" + current.K + " live already)");
         return {cells: ["#" + c.row, sym(c.token), fmt(c.logP), what],
                 cls: c.eos && i < current.K ? "mtt-finished" : c.live ? "mtt-live" : "mtt-dropped"};
       }), "candidates"));
@@ -897,6 +905,8 @@ window.mtTranslator.mount = function (root) {
     run();
   });
   void go;
+  T.translate("one", {beamSize: null});       // compile once before the first timing
+  T.translate("one", {beamSize: 2});
   run();
   root.setAttribute("data-mounted", "1");
 };
@@ -935,7 +945,7 @@ window.mtTranslator.mount = function (root) {
     ".mtt-cell { fill: #2563eb; }",
     ".mtt-axis-label { font-size: 12px; fill: currentColor;",
     "  font-family: var(--pst-font-family-monospace, monospace); }",
-    ".mtt-cell-value { font-size: 10px; fill: #1e293b; pointer-events: none; }",
+    ".mtt-cell-value { font-size: 10px; fill: currentColor; pointer-events: none; }",
     ".mtt-cell-value.mtt-on-dark { fill: #fff; }",
     ".mtt-h { font-size: 1.25rem; margin: 1.2rem 0 0.4rem; }",
     ".mtt-table td:first-child, .mtt-table th:first-child { width: 3.4rem; }",

@@ -129,8 +129,8 @@ def test_the_numbers_the_page_states(text):
     assert f"{data['size']:,} float32 numbers" in page
     assert f"about {round(data['size'] * 4 / 1e6)} MB" in page
     assert f"every one of the {data['vocab_size']} tokens" in page
-    assert f"{data['n_encoder_layers']} post-LN layers" in page
-    assert f"{data['n_decoder_layers']} post-LN layers, one new position" in page
+    assert f"**encoder**: {data['n_encoder_layers']} post-LN layers" in page
+    assert f"**decoder**: {data['n_decoder_layers']} post-LN layers" in page
     assert f"mean of the {data['n_heads']} heads" in page
     assert f"from zero to {data['max_number']:,}" in page
     assert "the source length plus 50" in page          # max_len = n_src + 50

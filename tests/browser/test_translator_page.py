@@ -228,6 +228,10 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         src = source(bpe, text)
         tokens, score = mt.beam_search(src, params, bpe.bos_id, bpe.eos_id, 3, 1.0)
         assert f"score {score:.4f}".replace("-", "\u2212") in readout.text_content()
+        greedy = mt.greedy_decode(src, params, len(src) + 50, bpe.bos_id, bpe.eos_id)
+        work = root.get_by_test_id("work").text_content()
+        assert f"the {len(src)} source tokens into {len(src)} vectors of {E.shape[1]} " \
+            f"numbers, once. The decoder then ran {len(greedy) - 1} times for greedy" in work
 
         # The steps: the last is shown first; back to the first, then the arrow keys.
         step = root.get_by_test_id("step")
