@@ -19,15 +19,15 @@ window.mtTranslator = (function () {
   if (!D) throw new Error("translator_data.js did not load before translator.js");
   var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size, EOW = "</w>";
 
-  // --- the weights: float32, little-endian, base64 -> one Float64Array each ----
+  // --- the weights: float32, little-endian, base64 -> one Float32Array each ----
+  // (kept in float32, as stored: half the memory a step reads; arithmetic is float64)
   var W = (function () {
     var bin = atob(D.weights), bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     var all = new Float32Array(bytes.buffer), out = {};
     D.tensors.forEach(function (t) {
       var n = t.shape.reduce(function (a, b) { return a * b; }, 1);
-      out[t.name] = {shape: t.shape, data: Float64Array.from(all.subarray(t.offset,
-                                                                          t.offset + n))};
+      out[t.name] = {shape: t.shape, data: all.slice(t.offset, t.offset + n)};
     });
     return out;
   })();
@@ -41,7 +41,7 @@ window.mtTranslator = (function () {
   // d_k) becomes one (h d_k, d_model) matrix: row h d_k + j is W_Q[h][:, j], so x W
   // is every head's projection side by side.
   function heads(a) {
-    var out = new Float64Array(d * H * dk);
+    var out = new Float32Array(d * H * dk);
     for (var h = 0; h < H; h++)
       for (var i = 0; i < d; i++)
         for (var j = 0; j < dk; j++) out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
@@ -49,7 +49,7 @@ window.mtTranslator = (function () {
   }
 
   function transposed(a, nIn, nOut) {
-    var out = new Float64Array(nIn * nOut);
+    var out = new Float32Array(nIn * nOut);
     for (var i = 0; i < nIn; i++)
       for (var j = 0; j < nOut; j++) out[j * nIn + i] = a[i * nOut + j];
     return out;
@@ -156,12 +156,13 @@ window.mtTranslator = (function () {
   // by side (h d_k) and the weights, one row per head.
   function attend(q, keys, values) {
     var n = keys.length, out = new Float64Array(H * dk), weights = [];
-    var scale = Math.sqrt(dk);
+    var scale = Math.sqrt(dk), qs = new Float64Array(q.length);
+    for (var i = 0; i < q.length; i++) qs[i] = q[i] / scale;      // q / sqrt(d_k) first
     for (var h = 0; h < H; h++) {
       var o = h * dk, s = new Float64Array(n), m = -Infinity, j, k;
       for (j = 0; j < n; j++) {
         var kj = keys[j], dot = 0;
-        for (k = 0; k < dk; k++) dot += (q[o + k] / scale) * kj[o + k];
+        for (k = 0; k < dk; k++) dot += qs[o + k] * kj[o + k];
         s[j] = dot;
         if (dot > m) m = dot;
       }
@@ -727,9 +728,12 @@ window.mtTranslator.mount = function (root) {
       s.live.length + " live " + (s.live.length === 1 ? "hypothesis" : "hypotheses") +
       " extended by every token; " + summary + (s.stop ? ". The search stops." : ".")));
     stepsBox.appendChild(el("p", {}, "Live hypotheses entering the step:"));
-    stepsBox.appendChild(table(["#", "tokens", "log P"], s.live.map(function (h, i) {
-      return {cells: [String(i), hyp(h.tokens), fmt(h.logP)]};
-    }), "live"));
+    stepsBox.appendChild(table(["#", "tokens", "log P", "log P / lp(\u2113)"],
+      s.live.map(function (h, i) {
+        var ell = h.tokens.length - 1;                     // tokens written, not BOS
+        return {cells: [String(i), hyp(h.tokens), fmt(h.logP),
+                        ell ? fmt(h.logP / T.lengthPenalty(ell, current.alpha)) : "\u2013"]};
+      }), "live"));
     stepsBox.appendChild(el("p", {}, "The " + s.candidates.length + " most probable " +
       "extensions (twice the beam size), by log P; an EOS among the first " + current.K +
       " finishes, with score = log P / lp(" + s.n + ") = log P / " +
@@ -846,7 +850,7 @@ window.mtTranslator.mount = function (root) {
     heatBox.appendChild(el("div", {"class": "mtt-heatmap-wrap"})).appendChild(fig);
     heatBox.appendChild(el("p", {"class": "mtt-caption"}, "Row i: the weights with which " +
       "the decoder, predicting output token i, reads each source position (" +
-      "one row sums to 1). Darker is more."));
+      "one row sums to 1); the stronger the blue, the larger the weight."));
   }
 
   function run() {
@@ -950,6 +954,7 @@ window.mtTranslator.mount = function (root) {
     ".mtt-h { font-size: 1.25rem; margin: 1.2rem 0 0.4rem; }",
     ".mtt-table td:first-child, .mtt-table th:first-child { width: 3.4rem; }",
     ".mtt-table td:nth-child(3), .mtt-table th:nth-child(3) { width: 5.2rem; }",
+    "[data-testid=live] td:nth-child(4), [data-testid=live] th:nth-child(4) { width: 6rem; }",
     "[data-testid=outputs] td:first-child, [data-testid=outputs] th:first-child { width: 6.5rem; }",
     "[data-testid=outputs] td:nth-child(4), [data-testid=outputs] th:nth-child(4) { width: 5.2rem; }",
     ".mtt-caption, .mtt-speed { font-size: 0.85rem; opacity: 0.85; }"
