@@ -3,7 +3,7 @@
 // Part of the mini_transformer book, under the repository's licence.
 //
 // The page loads translator_data.js first (window.mtTranslatorData, written from
-// book/data by book/translator_data.py), then this file. Each function below is one
+// book/data by _ext/translator_data.py), then this file. Each function below is one
 // function of mini_transformer, in the same order of operations:
 //   embed                 E[token] * sqrt(d_model) + PE(pos)          transformer.embed
 //   layerNorm             gamma (x - mu) / sqrt(var + eps) + beta     layernorm
