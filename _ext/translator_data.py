@@ -87,7 +87,8 @@ def build(model=MODEL, bpe_file=BPE_FILE) -> str:
         "format": FORMAT, "version": 1,
         "source": {"model": model.name, "bpe": Path(bpe_file).name,
                    "model_sha256": hashlib.sha256(Path(model).read_bytes()).hexdigest(),
-                   "bpe_sha256": hashlib.sha256(Path(bpe_file).read_bytes()).hexdigest()},
+                   "bpe_sha256":
+                       hashlib.sha256(Path(bpe_file).read_bytes()).hexdigest()},
         "d_model": params.d_model, "n_heads": layer.attn.n_heads,
         "d_ff": layer.ffn.d_ff, "n_encoder_layers": len(params.encoder_layers),
         "n_decoder_layers": len(params.decoder_layers), "eps": params.eps,

@@ -44,7 +44,8 @@ window.mtTranslator = (function () {
     var out = new Float32Array(d * H * dk);
     for (var h = 0; h < H; h++)
       for (var i = 0; i < d; i++)
-        for (var j = 0; j < dk; j++) out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
+        for (var j = 0; j < dk; j++)
+          out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
     return out;
   }
 
@@ -58,7 +59,8 @@ window.mtTranslator = (function () {
   function mha(prefix) {
     return {WQ: heads(get(prefix + ".W_Q")), WK: heads(get(prefix + ".W_K")),
             WV: heads(get(prefix + ".W_V")), WO: transposed(get(prefix + ".W_O"), d, d),
-            bQ: get(prefix + ".b_Q"), bK: get(prefix + ".b_K"), bV: get(prefix + ".b_V"),
+            bQ: get(prefix + ".b_Q"), bK: get(prefix + ".b_K"),
+            bV: get(prefix + ".b_V"),
             bO: get(prefix + ".b_O")};
   }
 
@@ -71,7 +73,8 @@ window.mtTranslator = (function () {
   function norms(prefix, n) {
     var out = [];
     for (var i = 1; i <= n; i++)
-      out.push({g: get(prefix + ".norm" + i + "_gamma"), b: get(prefix + ".norm" + i + "_beta")});
+      out.push({g: get(prefix + ".norm" + i + "_gamma"),
+                b: get(prefix + ".norm" + i + "_beta")});
     return out;
   }
 
@@ -185,9 +188,12 @@ window.mtTranslator = (function () {
     var K = X.map(function (x) { return linear(x, a.WK, a.bK, hd); });
     var Vs = X.map(function (x) { return linear(x, a.WV, a.bV, hd); });
     var X1 = X.map(function (x, i) {
-      return layerNorm(add(x, linear(attend(Q[i], K, Vs).out, a.WO, a.bO, d)), L.norm[0]);
+      var heads = attend(Q[i], K, Vs).out;
+      return layerNorm(add(x, linear(heads, a.WO, a.bO, d)), L.norm[0]);
     });
-    return X1.map(function (x) { return layerNorm(add(x, feedForward(x, L.ffn)), L.norm[1]); });
+    return X1.map(function (x) {
+      return layerNorm(add(x, feedForward(x, L.ffn)), L.norm[1]);
+    });
   }
 
   // memory = Encoder(Embed(src)): one vector per source position.
@@ -316,7 +322,9 @@ window.mtTranslator = (function () {
         finished: [], bestChanged: false};
       function consider(list, withToken) {
         var pick = null;
-        list.forEach(function (c) { if (pick === null || c.score > pick.score) pick = c; });
+        list.forEach(function (c) {
+          if (pick === null || c.score > pick.score) pick = c;
+        });
         if (pick !== null && (best === null || pick.score > best.score)) {
           var parent = live[pick.row];
           best = {tokens: withToken ? parent.tokens.concat([pick.token]) : pick.tokens,
@@ -334,7 +342,8 @@ window.mtTranslator = (function () {
       live = next.map(function (c) {
         var parent = live[c.row];
         return {tokens: parent.tokens.concat([c.token]), logP: c.logP,
-                cache: outs[c.row].cache, cross: parent.cross.concat([outs[c.row].cross])};
+                cache: outs[c.row].cache,
+                cross: parent.cross.concat([outs[c.row].cross])};
       });
       if (t === maxLen - 2) {
         var ends = live.map(function (h) {
@@ -353,7 +362,8 @@ window.mtTranslator = (function () {
         record.bound = m / lpMax;
         if (best !== null && best.score >= record.bound) {
           stop = "no live hypothesis can still win: the best finished score " +
-            fmt(best.score) + " \u2265 " + fmt(record.bound) + ", the best live log P " +
+            fmt(best.score) + " \u2265 " + fmt(record.bound) +
+            ", the best live log P " +
             "divided by lp(" + (maxLen - 1) + "), the most any of them could score";
         }
       }
@@ -382,12 +392,16 @@ window.mtTranslator = (function () {
       var bestRank = Infinity, pair = null;
       for (var i = 0; i + 1 < symbols.length; i++) {
         var r = rank[symbols[i] + "\u0000" + symbols[i + 1]];
-        if (r !== undefined && r < bestRank) { bestRank = r; pair = [symbols[i], symbols[i + 1]]; }
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          pair = [symbols[i], symbols[i + 1]];
+        }
       }
       if (pair === null) break;
       var out = [];
       for (i = 0; i < symbols.length; i++) {
-        if (i + 1 < symbols.length && symbols[i] === pair[0] && symbols[i + 1] === pair[1]) {
+        if (i + 1 < symbols.length && symbols[i] === pair[0] &&
+            symbols[i + 1] === pair[1]) {
           out.push(pair[0] + pair[1]);
           i++;
         } else out.push(symbols[i]);
@@ -420,7 +434,8 @@ window.mtTranslator = (function () {
   var TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy",
               "eighty", "ninety"];
   function below100(n) {
-    return n < 20 ? ONES[n] : TENS[Math.floor(n / 10)] + (n % 10 ? "-" + ONES[n % 10] : "");
+    if (n < 20) return ONES[n];
+    return TENS[Math.floor(n / 10)] + (n % 10 ? "-" + ONES[n % 10] : "");
   }
   function below1000(n) {
     if (n < 100) return below100(n);
@@ -437,7 +452,8 @@ window.mtTranslator = (function () {
   var DE_ONES = ["null", "eins", "zwei", "drei", "vier", "f\u00fcnf", "sechs", "sieben",
                  "acht", "neun", "zehn", "elf", "zw\u00f6lf", "dreizehn", "vierzehn",
                  "f\u00fcnfzehn", "sechzehn", "siebzehn", "achtzehn", "neunzehn"];
-  var DE_TENS = ["", "", "zwanzig", "drei\u00dfig", "vierzig", "f\u00fcnfzig", "sechzig",
+  var DE_TENS = ["", "", "zwanzig", "drei\u00dfig", "vierzig", "f\u00fcnfzig",
+                 "sechzig",
                  "siebzig", "achtzig", "neunzig"];
   function deBelow1000(n) {
     var h = Math.floor(n / 100), r = n % 100, s = "";
@@ -446,7 +462,8 @@ window.mtTranslator = (function () {
     else if (r > 0 && r < 20) s += DE_ONES[r];
     else if (r >= 20) {
       var u = r % 10;
-      s += (u ? (u === 1 ? "ein" : DE_ONES[u]) + "und" : "") + DE_TENS[Math.floor(r / 10)];
+      s += (u ? (u === 1 ? "ein" : DE_ONES[u]) + "und" : "") +
+        DE_TENS[Math.floor(r / 10)];
     }
     return s;
   }
@@ -481,7 +498,8 @@ window.mtTranslator = (function () {
 
   // --- checking the input -------------------------------------------------------
 
-  var BEYOND = /\b(millions?|billions?|trillions?|quadrillions?|milliards?|zillions?)\b/;
+  var BEYOND =
+    /\b(millions?|billions?|trillions?|quadrillions?|milliards?|zillions?)\b/;
   var MAX_CHARS = 300;
 
   // {text, ids, n, note} for a text the model can take, or {error, kind}.
@@ -489,26 +507,30 @@ window.mtTranslator = (function () {
     var text = String(raw === undefined || raw === null ? "" : raw);
     if (text.length > MAX_CHARS)
       return {kind: "too-long", error: "That is " + text.length + " characters; the " +
-              "longest number below a million has fewer than 80. The model's encoder has " +
-              "seen at most " + (D.longest_source.tokens) + " source positions."};
+              "longest number below a million has fewer than 80. The model's " +
+              "encoder has seen at most " + (D.longest_source.tokens) +
+              " source positions."};
     text = text.toLowerCase().replace(/\s+/g, " ").trim();
-    if (text === "") return {kind: "empty", error: "Type a number in English words, " +
-                             "e.g. \u201cthree hundred and forty-two\u201d, or digits."};
+    if (text === "")
+      return {kind: "empty", error: "Type a number in English words, e.g. " +
+              "\u201cthree hundred and forty-two\u201d, or digits."};
     var note = "";
     if (/^[0-9][0-9,. ]*$/.test(text)) {
       var digits = text.replace(/[,. ]/g, "");
       if (digits.length > 6 && !/^0+[0-9]{1,6}$/.test(digits))
-        return {kind: "beyond", error: "The model translates the numbers from zero to " +
-                "999,999 (German writes a million as two words, \u201ceine Million\u201d, " +
-                "which it never saw); " + text + " is beyond."};
+        return {kind: "beyond", error: "The model translates the numbers from " +
+                "zero to 999,999 (German writes a million as two words, " +
+                "\u201ceine Million\u201d, which it never saw); " + text +
+                " is beyond."};
       var n = Number(digits);
       text = english(n);
       note = "Read as \u201c" + text + "\u201d (num2words' English for " + n + ").";
     }
     var big = text.match(BEYOND);
-    if (big) return {kind: "beyond", error: "\u201c" + big[1] + "\u201d: the model " +
-                     "translates the numbers from zero to 999,999 only (German writes a " +
-                     "million as two words, \u201ceine Million\u201d, which it never saw)."};
+    if (big)
+      return {kind: "beyond", error: "\u201c" + big[1] + "\u201d: the model " +
+              "translates the numbers from zero to 999,999 only (German writes a " +
+              "million as two words, \u201ceine Million\u201d, which it never saw)."};
     var bad = [];
     Array.from(text.replace(/ /g, "")).forEach(function (c) {
       if (!alphabet[c] && bad.indexOf(c) < 0) bad.push(c);
@@ -519,10 +541,13 @@ window.mtTranslator = (function () {
       Object.keys(alphabet).join(" ") + " and the space."};
     var src = bpeEncode(text).concat([D.eos_id]);
     if (src.length > D.longest_source.tokens)
-      return {kind: "positions", error: "This input is " + src.length + " tokens long " +
+      return {kind: "positions", error: "This input is " + src.length +
+              " tokens long " +
               "(EOS included), but the encoder has never seen more than " +
-              D.longest_source.tokens + " positions: no number below a million is longer " +
-              "(the longest, " + D.longest_source.number + ", has " +
+              D.longest_source.tokens +
+              " positions: no number below a million is longer " +
+              "(the longest, " + D.longest_source.number.toLocaleString("en") +
+              ", has " +
               D.longest_source.tokens + "). Its answer would mean nothing."};
     var value = parseEnglish(text);
     if (value === null && !note) note = "\u201c" + text + "\u201d is not a number as " +
@@ -533,7 +558,8 @@ window.mtTranslator = (function () {
 
   function options(opts) {
     opts = opts || {};
-    var greedyMode = opts.beamSize === null || opts.beamSize === "greedy" || opts.greedy;
+    var greedyMode = opts.beamSize === null || opts.beamSize === "greedy" ||
+      opts.greedy;
     var K = greedyMode ? null : (opts.beamSize === undefined ? 4 : opts.beamSize);
     var alpha = opts.alpha === undefined ? 0.6 : opts.alpha;
     if (K !== null && !(Number.isInteger(K) && K >= 1 && K <= 8))
@@ -564,7 +590,9 @@ window.mtTranslator = (function () {
         return D.vocab[i]; }), n: c.n, note: c.note, cross: r.cross, steps: r.steps};
   }
 
-  function fmt(x) { return x === -Infinity ? "\u2212\u221e" : x.toFixed(4).replace("-", "\u2212"); }
+  function fmt(x) {
+    return x === -Infinity ? "\u2212\u221e" : x.toFixed(4).replace("-", "\u2212");
+  }
 
   return {
     data: D, check: check, translate: translate, encode: encode, embed: embed,
@@ -614,7 +642,9 @@ window.mtTranslator.mount = function (root) {
   function hyp(tokens) { return tokens.map(sym).join(" "); }
   function chips(tokens, testid) {
     var box = el("span", {"class": "mtt-chips", "data-testid": testid});
-    tokens.forEach(function (t) { box.appendChild(el("span", {"class": "mtt-chip"}, t)); });
+    tokens.forEach(function (t) {
+      box.appendChild(el("span", {"class": "mtt-chip"}, t));
+    });
     return box;
   }
 
@@ -624,14 +654,16 @@ window.mtTranslator.mount = function (root) {
   var textLabel = row1.appendChild(el("label", {"for": "mtt-text"},
                                       "English number (words or digits)"));
   textLabel.className = "mtt-label";
-  var text = row1.appendChild(el("input", {id: "mtt-text", type: "text", "class": "mtt-text",
+  var text = row1.appendChild(el("input", {id: "mtt-text", type: "text",
+    "class": "mtt-text",
     "data-testid": "text", autocomplete: "off", spellcheck: "false",
     "aria-describedby": "mtt-readout"}));
   text.value = "three hundred and forty-two";
   var go = row1.appendChild(el("button", {type: "submit", "data-testid": "translate"},
                                "Translate"));
   var row2 = form.appendChild(el("div", {"class": "mtt-row"}));
-  var pickLabel = row2.appendChild(el("label", {"class": "mtt-control"}, "or pick a number "));
+  var pickLabel = row2.appendChild(el("label", {"class": "mtt-control"},
+                                      "or pick a number "));
   var pick = pickLabel.appendChild(el("input", {type: "number", min: "0", max: "999999",
     step: "1", "data-testid": "number", "class": "mtt-number"}));
   var random = row2.appendChild(el("button", {type: "button", "data-testid": "random",
@@ -640,11 +672,12 @@ window.mtTranslator.mount = function (root) {
   var row3 = form.appendChild(el("div", {"class": "mtt-row"}));
   function range(label, testid, min, max, step, value) {
     var wrap = row3.appendChild(el("label", {"class": "mtt-control"}, label + " "));
-    var input = wrap.appendChild(el("input", {type: "range", min: min, max: max, step: step,
-                                              "data-testid": testid}));
+    var input = wrap.appendChild(el("input", {type: "range", min: min, max: max,
+                                              step: step, "data-testid": testid}));
     input.value = String(value);
-    var out = wrap.appendChild(el("output", {"class": "mtt-value", "data-testid": testid +
-                                             "-value"}, String(value)));
+    var out = wrap.appendChild(el("output", {"class": "mtt-value",
+                                             "data-testid": testid + "-value"},
+                                  String(value)));
     return {input: input, out: out};
   }
   var beam = range("beam size", "beam", "1", "8", "1", K_DEFAULT);
@@ -682,22 +715,26 @@ window.mtTranslator.mount = function (root) {
       {cells: ["greedy", g.text, fmt(g.logP), fmt(g.score)]},
       {cells: ["beam " + r.K + ", \u03b1 " + r.alpha.toFixed(1), r.text, fmt(r.logP),
                fmt(r.score)], cls: "mtt-chosen"}];
-    result.appendChild(table(["decoding", "German", "log P", "score"], rows, "outputs"));
+    result.appendChild(table(["decoding", "German", "log P", "score"], rows,
+                             "outputs"));
     var out = result.appendChild(el("p", {}, "Beam output tokens: "));
     out.appendChild(chips(r.tokens, "out-tokens"));
     var runs = r.steps.reduce(function (a, s) { return a + s.live.length; }, 0);
     result.appendChild(el("p", {"data-testid": "work"}, "The encoder turned the " +
-      r.sourceIds.length + " source tokens into " + r.sourceIds.length + " vectors of " +
+      r.sourceIds.length + " source tokens into " + r.sourceIds.length +
+      " vectors of " +
       D.d_model + " numbers, once. The decoder then ran " + (g.ids.length - 1) +
       " times for greedy decoding and " + runs + " times for the beam (one run per " +
       "live hypothesis per step), each time on one new position only: every layer " +
-      "keeps the keys and values of the earlier positions (its cache) and of the source."));
+      "keeps the keys and values of the earlier positions (its cache) and of the " +
+      "source."));
     if (r.n !== null) {
       var want = T.german(r.n);
       result.appendChild(el("p", {"data-testid": "check"}, "num2words' German for " +
         r.n.toLocaleString("en") + ": \u201c" + want + "\u201d. The beam's answer is " +
         (r.text === want ? "the same." : "different: the model is wrong here.") +
-        (g.text === r.text ? "" : " Greedy decoding gives \u201c" + g.text + "\u201d.")));
+        (g.text === r.text ? "" :
+         " Greedy decoding gives \u201c" + g.text + "\u201d.")));
     }
     result.appendChild(el("p", {"class": "mtt-speed", "data-testid": "speed"},
       "Computed in your browser: greedy " + ms.greedy.toFixed(1) + " ms, beam " +
@@ -713,7 +750,11 @@ window.mtTranslator.mount = function (root) {
       var b = nav.appendChild(el("button", {type: "button", "aria-label": aria,
                                             "data-testid": testid}, label));
       b.disabled = to < 0 || to >= steps.length;
-      b.addEventListener("click", function () { stepIndex = to; showStep(); focus(testid); });
+      b.addEventListener("click", function () {
+        stepIndex = to;
+        showStep();
+        focus(testid);
+      });
       return b;
     }
     button("\u00ab first", "first step", "step-first", 0);
@@ -732,19 +773,23 @@ window.mtTranslator.mount = function (root) {
       s.live.map(function (h, i) {
         var ell = h.tokens.length - 1;                     // tokens written, not BOS
         return {cells: [String(i), hyp(h.tokens), fmt(h.logP),
-                        ell ? fmt(h.logP / T.lengthPenalty(ell, current.alpha)) : "\u2013"]};
+                        ell ? fmt(h.logP / T.lengthPenalty(ell, current.alpha))
+                            : "\u2013"]};
       }), "live"));
     stepsBox.appendChild(el("p", {}, "The " + s.candidates.length + " most probable " +
-      "extensions (twice the beam size), by log P; an EOS among the first " + current.K +
+      "extensions (twice the beam size), by log P; an EOS among the first " +
+      current.K +
       " finishes, with score = log P / lp(" + s.n + ") = log P / " +
       T.lengthPenalty(s.n, current.alpha).toFixed(4) + ":"));
     stepsBox.appendChild(table(["from", "+ token", "log P", "what happens"],
       s.candidates.map(function (c, i) {
-        var what = c.eos ? (i < current.K ? "finishes, score " + fmt(c.score)
-                                         : "EOS after the first " + current.K + ": dropped")
-                         : (c.live ? "stays live" : "dropped (" + current.K + " live already)");
+        var K = current.K, what = c.eos ?
+          (i < K ? "finishes, score " + fmt(c.score) : "EOS after the first " + K +
+           ": dropped") :
+          (c.live ? "stays live" : "dropped (" + K + " live already)");
         return {cells: ["#" + c.row, sym(c.token), fmt(c.logP), what],
-                cls: c.eos && i < current.K ? "mtt-finished" : c.live ? "mtt-live" : "mtt-dropped"};
+                cls: c.eos && i < K ? "mtt-finished" :
+                  c.live ? "mtt-live" : "mtt-dropped"};
       }), "candidates"));
     var best = s.best;
     stepsBox.appendChild(el("p", {"data-testid": "best"}, best ?
@@ -783,7 +828,8 @@ window.mtTranslator.mount = function (root) {
   var layerSel = null, headSel = null;
   function showHeat() {
     heatBox.textContent = "";
-    heatBox.appendChild(el("h2", {"class": "mtt-h"}, "Cross-attention of the beam's output"));
+    heatBox.appendChild(el("h2", {"class": "mtt-h"},
+                           "Cross-attention of the beam's output"));
     var row = heatBox.appendChild(el("div", {"class": "mtt-row"}));
     function select(label, testid, opts, value) {
       var wrap = row.appendChild(el("label", {"class": "mtt-control"}, label + " "));
@@ -799,7 +845,8 @@ window.mtTranslator.mount = function (root) {
     var layers = [], headOpts = [["mean", "mean of the " + nH + " heads"]];
     for (var l = 0; l < L; l++) layers.push([l, "decoder layer " + (l + 1)]);
     for (var h = 0; h < nH; h++) headOpts.push([h, "head " + (h + 1)]);
-    var lv = layerSel ? layerSel.value : String(L - 1), hv = headSel ? headSel.value : "mean";
+    var lv = layerSel ? layerSel.value : String(L - 1);
+    var hv = headSel ? headSel.value : "mean";
     layerSel = select("layer", "layer", layers, lv);
     headSel = select("head", "head", headOpts, hv);
     var li = Number(layerSel.value), hi = headSel.value;
@@ -823,23 +870,28 @@ window.mtTranslator.mount = function (root) {
     });
     var fig = svg("svg", {viewBox: "0 0 " + width + " " + height, width: String(width),
       "class": "mtt-heatmap", role: "img", "data-testid": "heatmap",
-      "aria-label": "Cross-attention, " + layerSel.selectedOptions[0].textContent + ", " +
+      "aria-label": "Cross-attention, " + layerSel.selectedOptions[0].textContent +
+        ", " +
         headSel.selectedOptions[0].textContent + ": rows are the output tokens, " +
         "columns the source tokens. Each output token's strongest source token: " +
         strongest.join("; ") + "."});
     src.forEach(function (t, j) {
       var x = left + cell * j + cell / 2 - 4, y = top - 6;
-      fig.appendChild(svg("text", {x: x, y: y, transform: "rotate(-45 " + x + " " + y + ")",
+      fig.appendChild(svg("text", {x: x, y: y,
+                                   transform: "rotate(-45 " + x + " " + y + ")",
                                    "class": "mtt-axis-label"}, t));
     });
     rows.forEach(function (r, i) {
       fig.appendChild(svg("text", {x: left - 6, y: top + cell * i + cell / 2 + 4,
-                                   "text-anchor": "end", "class": "mtt-axis-label"}, out[i]));
+                                   "text-anchor": "end", "class": "mtt-axis-label"},
+                          out[i]));
       r.forEach(function (w, j) {
         var rect = svg("rect", {x: left + cell * j, y: top + cell * i, width: cell - 1,
-          height: cell - 1, "class": "mtt-cell", "fill-opacity": (0.04 + 0.96 * w).toFixed(3),
+          height: cell - 1, "class": "mtt-cell",
+          "fill-opacity": (0.04 + 0.96 * w).toFixed(3),
           "data-weight": w.toFixed(6)});
-        rect.appendChild(svg("title", {}, out[i] + " \u2190 " + src[j] + ": " + w.toFixed(3)));
+        rect.appendChild(svg("title", {},
+                             out[i] + " \u2190 " + src[j] + ": " + w.toFixed(3)));
         fig.appendChild(rect);
         fig.appendChild(svg("text", {x: left + cell * j + cell / 2 - 0.5,
           y: top + cell * i + cell / 2 + 3.5, "text-anchor": "middle",
@@ -848,7 +900,8 @@ window.mtTranslator.mount = function (root) {
       });
     });
     heatBox.appendChild(el("div", {"class": "mtt-heatmap-wrap"})).appendChild(fig);
-    heatBox.appendChild(el("p", {"class": "mtt-caption"}, "Row i: the weights with which " +
+    heatBox.appendChild(el("p", {"class": "mtt-caption"},
+      "Row i: the weights with which " +
       "the decoder, predicting output token i, reads each source position (" +
       "one row sums to 1); the stronger the blue, the larger the weight."));
   }
@@ -880,8 +933,9 @@ window.mtTranslator.mount = function (root) {
     stepIndex = r.steps.length - 1;
     readout.className = "mtt-readout";
     readout.removeAttribute("data-kind");
-    readout.textContent = (c.note ? c.note + " " : "") + "\u201c" + r.source + "\u201d \u2192 " +
-      "\u201c" + r.text + "\u201d (beam " + K + ", \u03b1 " + a.toFixed(1) + ", score " +
+    readout.textContent = (c.note ? c.note + " " : "") + "\u201c" + r.source +
+      "\u201d \u2192 \u201c" + r.text + "\u201d (beam " + K + ", \u03b1 " +
+      a.toFixed(1) + ", score " +
       fmt(r.score) + "; " + r.steps.length + " steps).";
     showResult(r, g, {greedy: t1 - t0, beam: t2 - t1});
     showStep();
@@ -925,22 +979,30 @@ window.mtTranslator.mount = function (root) {
     ".mtt-text { flex: 1 1 14rem; min-width: 0; max-width: 100%; font-size: 1rem;",
     "  padding: 0.3rem 0.5rem; }",
     ".mtt-number { width: 7rem; }",
-    ".mtt-control { display: inline-flex; align-items: center; gap: 0.4rem; flex-wrap: wrap; }",
+    ".mtt-control { display: inline-flex; align-items: center; gap: 0.4rem;",
+    "  flex-wrap: wrap; }",
     ".mtt-value { font-variant-numeric: tabular-nums; min-width: 2.2rem; }",
     ".mtt button { padding: 0.2rem 0.6rem; border: 1px solid currentColor;",
-    "  border-radius: 0.25rem; background: transparent; color: inherit; cursor: pointer; }",
+    "  border-radius: 0.25rem; background: transparent; color: inherit;",
+    "  cursor: pointer; }",
     ".mtt button:disabled { opacity: 0.4; cursor: default; }",
     ".mtt button:focus-visible, .mtt input:focus-visible, .mtt select:focus-visible,",
     ".mtt-steps:focus-visible { outline: 3px solid #d97706; outline-offset: 2px; }",
-    ".mtt-readout { margin: 0.6rem 0; padding: 0.5rem 0.75rem; border-left: 4px solid #2563eb;",
+    ".mtt-readout { margin: 0.6rem 0; padding: 0.5rem 0.75rem;",
+    "  border-left: 4px solid #2563eb;",
     "  background: rgba(37, 99, 235, 0.07); overflow-wrap: anywhere; }",
-    ".mtt-readout.mtt-error { border-left-color: #b91c1c; background: rgba(185, 28, 28, 0.08); }",
-    ".mtt-chips { display: inline-flex; flex-wrap: wrap; gap: 0.25rem; vertical-align: middle; }",
-    ".mtt-chip { font-family: var(--pst-font-family-monospace, monospace); font-size: 0.85em;",
-    "  padding: 0 0.3rem; border: 1px solid rgba(127, 127, 127, 0.5); border-radius: 0.2rem; }",
+    ".mtt-readout.mtt-error { border-left-color: #b91c1c;",
+    "  background: rgba(185, 28, 28, 0.08); }",
+    ".mtt-chips { display: inline-flex; flex-wrap: wrap; gap: 0.25rem;",
+    "  vertical-align: middle; }",
+    ".mtt-chip { font-family: var(--pst-font-family-monospace, monospace);",
+    "  font-size: 0.85em; padding: 0 0.3rem; border-radius: 0.2rem;",
+    "  border: 1px solid rgba(127, 127, 127, 0.5); }",
     ".mtt-table { width: 100%; table-layout: fixed; font-size: 0.85rem; }",
-    ".mtt-table td, .mtt-table th { overflow-wrap: anywhere; padding: 0.15rem 0.35rem; }",
-    ".mtt-table td:nth-child(2) { font-family: var(--pst-font-family-monospace, monospace); }",
+    ".mtt-table td, .mtt-table th { overflow-wrap: anywhere;",
+    "  padding: 0.15rem 0.35rem; }",
+    ".mtt-table td:nth-child(2) {",
+    "  font-family: var(--pst-font-family-monospace, monospace); }",
     ".mtt-finished td { background: rgba(22, 163, 74, 0.14); }",
     ".mtt-dropped td { opacity: 0.6; }",
     ".mtt-chosen td { font-weight: 600; }",
@@ -954,9 +1016,12 @@ window.mtTranslator.mount = function (root) {
     ".mtt-h { font-size: 1.25rem; margin: 1.2rem 0 0.4rem; }",
     ".mtt-table td:first-child, .mtt-table th:first-child { width: 3.4rem; }",
     ".mtt-table td:nth-child(3), .mtt-table th:nth-child(3) { width: 5.2rem; }",
-    "[data-testid=live] td:nth-child(4), [data-testid=live] th:nth-child(4) { width: 6rem; }",
-    "[data-testid=outputs] td:first-child, [data-testid=outputs] th:first-child { width: 6.5rem; }",
-    "[data-testid=outputs] td:nth-child(4), [data-testid=outputs] th:nth-child(4) { width: 5.2rem; }",
+    "[data-testid=live] td:nth-child(4), [data-testid=live] th:nth-child(4) {",
+    "  width: 6rem; }",
+    "[data-testid=outputs] td:first-child, [data-testid=outputs] th:first-child {",
+    "  width: 6.5rem; }",
+    "[data-testid=outputs] td:nth-child(4), [data-testid=outputs] th:nth-child(4) {",
+    "  width: 5.2rem; }",
     ".mtt-caption, .mtt-speed { font-size: 0.85rem; opacity: 0.85; }"
   ].join("\n");
   var style = document.createElement("style");

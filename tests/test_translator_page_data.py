@@ -63,8 +63,8 @@ def test_every_array_bit_for_bit(text):
     assert blob.size == data["size"] == sum(npz[k].size for k in names)
     for t in data["tensors"]:
         a = blob[t["offset"]: t["offset"] + int(np.prod(t["shape"]))]
-        assert a.reshape(t["shape"]).tobytes() == npz[t["name"]].astype("<f4").tobytes(), \
-            t["name"]
+        stored = npz[t["name"]].astype("<f4").tobytes()
+        assert a.reshape(t["shape"]).tobytes() == stored, t["name"]
     params = mt.TransformerParams.load(DATA / "numbers_en_de.npz")
     assert (data["vocab_size"], data["d_model"]) == params.embedding.shape
     assert data["n_heads"] == params.encoder_layers[0].attn.n_heads

@@ -105,18 +105,22 @@ def test_encoder_logits_and_beam_scores_equal_numpy(browser, model):  # noqa: F8
             assert tab.evaluate("t => mtTranslator.check(t).ids", text) == src.tolist()
             memory = mt.encoder(mt.embed(src, E), params.encoder_layers)  # (n_src, d)
             page = np.array(tab.evaluate(
-                "ids => mtTranslator.encode(ids).map(x => Array.from(x))", src.tolist()))
+                "ids => mtTranslator.encode(ids).map(x => Array.from(x))",
+                src.tolist()))
             worst["encoder"] = max(worst["encoder"], np.abs(page - memory).max())
-            greedy = mt.greedy_decode(src, params, len(src) + 50, bpe.bos_id, bpe.eos_id)
+            greedy = mt.greedy_decode(src, params, len(src) + 50, bpe.bos_id,
+                                      bpe.eos_id)
             prefix = greedy[:-1]                  # BOS and every output but the last
             logits = mt.transformer(src, prefix, params)          # (n, vocab), no cache
             page = np.array(tab.evaluate("([s, p]) => mtTranslator.logits(s, p)",
                                          [src.tolist(), prefix.tolist()]))
             worst["logits"] = max(worst["logits"], np.abs(page - logits).max())
-            g = tab.evaluate("t => mtTranslator.translate(t, {beamSize: null}).ids", text)
+            g = tab.evaluate("t => mtTranslator.translate(t, {beamSize: null}).ids",
+                             text)
             assert g == greedy.tolist(), text
             for K, alpha in BEAMS:
-                tokens, score = mt.beam_search(src, params, bpe.bos_id, bpe.eos_id, K, alpha)
+                tokens, score = mt.beam_search(src, params, bpe.bos_id, bpe.eos_id, K,
+                                               alpha)
                 r = tab.evaluate("([t, K, a]) => { const r = mtTranslator.translate(t, "
                                  "{beamSize: K, alpha: a}); return [r.ids, r.score]; }",
                                  [text, K, alpha])
@@ -133,28 +137,33 @@ def test_translations_equal_mt_translate(browser, model, sample):  # noqa: F811
     texts = [s for s, _ in pairs]
     expected = {"beam": mt.translate(texts, params, bpe, beam_size=4, alpha=0.6),
                 "greedy": mt.translate(texts, params, bpe, beam_size=None)}
-    run = """([texts, K]) => texts.map(t => mtTranslate(t, {beamSize: K, alpha: 0.6}).text)"""
+    run = """([texts, K]) =>
+        texts.map(t => mtTranslate(t, {beamSize: K, alpha: 0.6}).text)"""
     with opened(browser) as (tab, root):
         t0 = time.perf_counter()
         got = {"beam": tab.evaluate(run, [texts, 4]),
                "greedy": tab.evaluate(run, [texts, None])}
         seconds = time.perf_counter() - t0
     for kind in ("beam", "greedy"):
-        wrong = [(n, g, e) for n, g, e in zip(numbers, got[kind], expected[kind]) if g != e]
-        assert not wrong, f"{kind}: {len(wrong)} of {len(texts)} differ, e.g. {wrong[:5]}"
+        wrong = [(n, g, e) for n, g, e in zip(numbers, got[kind], expected[kind])
+                 if g != e]
+        assert not wrong, \
+            f"{kind}: {len(wrong)} of {len(texts)} differ, e.g. {wrong[:5]}"
     correct = sum(h == t for h, (_, t) in zip(expected["beam"], pairs))
-    print(f"{len(texts)} held-out numbers: the page's translations equal mt.translate's "
+    print(f"{len(texts)} held-out numbers: the page's translations equal "
+          f"mt.translate's "
           f"(beam 4 and greedy; {correct} of them equal num2words' German); "
           f"{seconds:.1f} s in the browser for both")
 
 
 def test_number_words_spelled_as_num2words(browser, sample):  # noqa: F811
     numbers, pairs = sample
-    numbers = [*numbers, 1, 11, 21, 100, 101, 1000, 1001, 1100, 101_000, 201_001, 999_999]
+    numbers = [*numbers, 1, 11, 21, 100, 101, 1000, 1001, 1100, 101_000, 201_001,
+               999_999]
     pairs = [*pairs, *number_words(numbers[len(pairs):])]
     with opened(browser) as (tab, root):
-        got = tab.evaluate("ns => ns.map(n => [mtTranslator.english(n), mtTranslator.german(n),"
-                           " mtTranslator.parseEnglish(mtTranslator.english(n))])", numbers)
+        got = tab.evaluate("""ns => { const T = mtTranslator; return ns.map(n =>
+            [T.english(n), T.german(n), T.parseEnglish(T.english(n))]); }""", numbers)
     assert [(en, de) for en, de, _ in got] == [tuple(p) for p in pairs]
     assert [n for _, _, n in got] == numbers
 
@@ -179,7 +188,8 @@ def test_every_bad_input_gets_its_message(browser):  # noqa: F811
         for text, kind, words in BAD:
             t0 = time.perf_counter()
             box.fill(text)
-            assert readout.get_attribute("data-kind") == kind, (text, readout.text_content())
+            assert readout.get_attribute("data-kind") == kind, \
+                (text, readout.text_content())
             assert "mtt-error" in readout.get_attribute("class")
             message = readout.text_content()
             assert words in message, (text, message)
@@ -190,8 +200,8 @@ def test_every_bad_input_gets_its_message(browser):  # noqa: F811
             assert thrown == message, text
         box.fill("Three Hundred and  Two")                     # read in small letters
         assert readout.get_attribute("data-kind") is None
-        assert "\u201cthree hundred and two\u201d \u2192 \u201cdreihundertzwei\u201d" in \
-            readout.text_content()
+        assert "\u201cthree hundred and two\u201d \u2192 " \
+            "\u201cdreihundertzwei\u201d" in readout.text_content()
         box.fill("drei")                                       # letters fine, no number
         assert "not a number as num2words writes it" in readout.text_content()
         box.fill("4,005")                                      # digits
@@ -201,7 +211,8 @@ def test_every_bad_input_gets_its_message(browser):  # noqa: F811
 
 
 def _names(root):
-    return root.evaluate("""r => [...r.querySelectorAll('input, select, button')].map(e =>
+    return root.evaluate("""r =>
+        [...r.querySelectorAll('input, select, button')].map(e =>
         [e.dataset.testid, (e.getAttribute('aria-label') || (e.labels && e.labels[0] &&
           e.labels[0].textContent) || e.textContent || '').trim()])""")
 
@@ -219,8 +230,9 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         box.fill(text)
         tab.keyboard.press("Enter")
         tab.keyboard.press("Tab")                              # to the Translate button
-        focused = tab.evaluate("""() => { const s = getComputedStyle(document.activeElement);
-            return [document.activeElement.dataset.testid, s.outlineStyle, s.outlineWidth]; }""")
+        focused = tab.evaluate("""() => {
+            const e = document.activeElement, s = getComputedStyle(e);
+            return [e.dataset.testid, s.outlineStyle, s.outlineWidth]; }""")
         assert focused == ["translate", "solid", "3px"], focused
         root.get_by_test_id("beam").fill("3")
         root.get_by_test_id("alpha").fill("1")
@@ -230,8 +242,9 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         assert f"score {score:.4f}".replace("-", "\u2212") in readout.text_content()
         greedy = mt.greedy_decode(src, params, len(src) + 50, bpe.bos_id, bpe.eos_id)
         work = root.get_by_test_id("work").text_content()
-        assert f"the {len(src)} source tokens into {len(src)} vectors of {E.shape[1]} " \
-            f"numbers, once. The decoder then ran {len(greedy) - 1} times for greedy" in work
+        assert (f"the {len(src)} source tokens into {len(src)} vectors of "
+                f"{E.shape[1]} numbers, once. The decoder then ran "
+                f"{len(greedy) - 1} times for greedy") in work
 
         # The steps: the last is shown first; back to the first, then the arrow keys.
         step = root.get_by_test_id("step")
@@ -251,7 +264,8 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         for i, v in enumerate(best):
             cells = rows.nth(i).locator("td").all_text_contents()
             assert cells[1] == bpe.vocab[v]
-            assert abs(float(cells[2].replace("\u2212", "-")) - log_p[v]) <= 0.5e-4 + TOL
+            shown = float(cells[2].replace("\u2212", "-"))
+            assert abs(shown - log_p[v]) <= 0.5e-4 + TOL
         root.get_by_test_id("step-forward").focus()
         tab.keyboard.press("Enter")
         assert step.text_content() == f"step 2 of {n}"
@@ -286,7 +300,8 @@ def test_speed_and_screenshots(browser):  # noqa: F811
     text = "seven hundred and seventy-seven thousand, seven hundred and seventy-seven"
     timing = """([t, K]) => { for (let i = 0; i < 5; i++) mtTranslate(t, {beamSize: K});
         const ms = []; for (let i = 0; i < 30; i++) { const t0 = performance.now();
-        mtTranslate(t, {beamSize: K}); ms.push(performance.now() - t0); } return ms; }"""
+        mtTranslate(t, {beamSize: K}); ms.push(performance.now() - t0); }
+        return ms; }"""
     with opened(browser) as (tab, root):
         beam = statistics.median(tab.evaluate(timing, [text, 4]))
         greedy = statistics.median(tab.evaluate(timing, [text, None]))
