@@ -758,10 +758,10 @@ window.mtTranslator.mount = function (root) {
       return b;
     }
     button("\u00ab first", "first step", "step-first", 0);
-    button("\u25c0 back", "previous step", "step-back", stepIndex - 1);
+    button("\u25c0 back", "back one step", "step-back", stepIndex - 1);
     nav.appendChild(el("span", {"class": "mtt-value", "data-testid": "step"},
                        "step " + (stepIndex + 1) + " of " + steps.length));
-    button("forward \u25b6", "next step", "step-forward", stepIndex + 1);
+    button("forward \u25b6", "forward one step", "step-forward", stepIndex + 1);
     button("last \u00bb", "last step", "step-last", steps.length - 1);
     var summary = s.finished.length + " finished, " + s.next.length + " live";
     stepsBox.appendChild(el("p", {"class": "mtt-step-summary", "aria-live": "polite",
@@ -1004,7 +1004,7 @@ window.mtTranslator.mount = function (root) {
     ".mtt-table td:nth-child(2) {",
     "  font-family: var(--pst-font-family-monospace, monospace); }",
     ".mtt-finished td { background: rgba(22, 163, 74, 0.14); }",
-    ".mtt-dropped td { opacity: 0.6; }",
+    ".mtt-dropped td { font-style: italic; }",
     ".mtt-chosen td { font-weight: 600; }",
     ".mtt-heatmap-wrap { max-width: 100%; }",
     ".mtt-heatmap { max-width: 100%; height: auto; }",
