@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 import mini_transformer as mt
-from mini_transformer.numbers import (BPE_FILE, DATA, MODEL, encode_pairs,
-                                      training_numbers)
+from mini_transformer.number_words import (BPE_FILE, DATA, MODEL, encode_pairs,
+                                           training_numbers)
 from mini_transformer.optim import AdamState, adam_step, learning_rate
 from mini_transformer.tasks import number_words, split_numbers
 

@@ -13,10 +13,10 @@ from .attention import (
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
-from .beam import beam_search, length_penalty
 from .bpe import BPE
 from .checkpoint import average_params
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .decoding import beam_search, greedy_decode, length_penalty
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
@@ -25,11 +25,11 @@ from .multihead import key_values, multi_head_attention, multi_head_attention_ba
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
                      MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
-from .softmax import log_sum_exp, softmax, softmax_backward
+from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
 from .translation import corpus_bleu, corpus_chrf, exact_match, translate
-from .transformer import (count_parameters, embed, encoder_decoder, greedy_decode,
-                          loss_and_grads, transformer)
+from .transformer import (count_parameters, embed, encoder_decoder, loss_and_grads,
+                          transformer)
 
 __version__ = "0.1.0"
 
@@ -62,6 +62,7 @@ __all__ = [
     "layer_norm",
     "layer_norm_backward",
     "length_penalty",
+    "log_softmax",
     "log_sum_exp",
     "loss_and_grads",
     "multi_head_attention",

@@ -45,7 +45,7 @@ def torch_transformer(norm_first, dtype=torch.float64, seed=0):
 def test_decoder_layer_module_matches_torch(norm_first, fused, dtype, tol, rng):
     layer = torch_decoder_layer(norm_first, dtype=dtype)
     ours = DecoderLayer.from_torch(layer, fused=fused)
-    assert ours.norm_first == norm_first and ours.W_1.dtype == dtype
+    assert ours.norm_first == norm_first and ours.ffn.W_1.dtype == dtype
     assert sum(p.numel() for p in ours.parameters()) == sum(
         p.numel() for p in layer.parameters())
     y = torch.tensor(rng.normal(size=(3, 4, 8)), dtype=dtype)
@@ -78,7 +78,7 @@ def test_decoder_stack(rng):
         ref = layer.params.map(lambda a: a.detach().numpy()).to_torch(norm_first=True)
         expected = ref(expected, memory, tgt_mask=torch.as_tensor(~causal_mask(5)))
     assert max_abs(dec(y, memory, causal_mask(5)), expected) < TOL64
-    assert not torch.equal(dec.layers[0].W_1, dec.layers[1].W_1)
+    assert not torch.equal(dec.layers[0].ffn.W_1, dec.layers[1].ffn.W_1)
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
