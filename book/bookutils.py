@@ -37,9 +37,11 @@ def portable(value, digits: int = SIGNIFICANT_DIGITS):
 
 
 def glue(name: str, value, display: bool = False, digits: int = SIGNIFICANT_DIGITS):
-    """``myst_nb.glue`` for the prose, with ``value`` made ``portable`` first.
+    """Store ``value`` under ``name`` for the prose, made ``portable`` first.
 
-    ``{glue:text}`name:.2f``` in a Markdown cell then shows the number as the cell
-    computed it, and the stored value is the same on every CPU.
+    The prose writes the number as text followed by ``<!--glue:name:.2f-->``;
+    ``book/prose.py`` checks (and with ``--sync`` rewrites) that text against the stored
+    value, which nbval checks against what the cell computes. The stored value is the
+    same on every CPU.
     """
     _myst_glue(name, portable(value, digits), display=display)

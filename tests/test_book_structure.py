@@ -454,6 +454,8 @@ def main_text_words(nb_path: Path) -> int:
                 text += part
         text = re.sub(r"(`{3,}|:{3,})\{(dropdown|admonition)\}.*?\n\1", "", text, flags=re.S)
         text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+        text = re.sub(r"<!--.*?-->", "", text, flags=re.S)  # where a number comes from
+        text = re.sub(r"(?m)^```python\n.*?^```", "", text, flags=re.S)  # the package's code
         words += len(re.findall(r"[A-Za-z][A-Za-z'’-]*", text))
     return words
 
@@ -462,6 +464,7 @@ def test_main_text_counter():
     """The counter skips what it should: folded blocks, exercises, the sources, display math."""
     cells = [
         "# Title\none two three\n```{dropdown} Folded\nfour five\n```\n$$a + b$$\n",
+        "0.25<!--glue:x_y:.2f-->\n<!--source a.py f-->\n```python\ndef f():\n```\n",
         "## Exercises\nsix seven\n## Checking the sources\neight\n",
         "## Back\nnine ten\n",
     ]
