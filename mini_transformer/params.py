@@ -34,7 +34,7 @@ class _Params:
         """
         d_model = self.d_model if d_model is None else d_model
         arrays = named_leaves(self)
-        for name, shape in self._shapes(d_model).items():
+        for name, shape in _expected_shapes(self, d_model).items():
             a = arrays.get(name)
             if a is not None and tuple(a.shape) != shape:
                 raise ValueError(f"{where}{name} has shape {tuple(a.shape)}, "
@@ -101,12 +101,6 @@ class MultiHeadParams(_Params):
             b_Q=b(h, d_k), b_K=b(h, d_k), b_V=b(h, d_k), b_O=b(d_model),
         )
 
-    def _shapes(self, d_model):
-        h, d_k, d_v = self.n_heads, self.d_k, self.d_v
-        return dict(W_Q=(h, d_model, d_k), W_K=(h, d_model, d_k), W_V=(h, d_model, d_v),
-                    W_O=(h * d_v, d_model), b_Q=(h, d_k), b_K=(h, d_k), b_V=(h, d_v),
-                    b_O=(d_model,))
-
     @classmethod
     def from_torch(cls, mha) -> "MultiHeadParams":
         """Weights of a ``torch.nn.MultiheadAttention`` as NumPy float64 arrays."""
@@ -154,11 +148,6 @@ class FeedForwardParams(_Params):
             b_2=rng.normal(0, 0.1, size=d_model),
         )
 
-    def _shapes(self, d_model):
-        d_ff = self.d_ff
-        return dict(W_1=(d_model, d_ff), b_1=(d_ff,), W_2=(d_ff, d_model),
-                    b_2=(d_model,))
-
 
 @dataclass(frozen=True)
 class EncoderLayerParams(_Params):
@@ -187,10 +176,6 @@ class EncoderLayerParams(_Params):
             norm2_gamma=1 + rng.normal(0, 0.1, size=d_model),
             norm2_beta=rng.normal(0, 0.1, size=d_model),
         )
-
-    def _shapes(self, d_model):
-        return (_under("attn", self.attn._shapes(d_model))
-                | _under("ffn", self.ffn._shapes(d_model)) | _norms(d_model, 2))
 
     @classmethod
     def from_torch(cls, layer) -> "EncoderLayerParams":
@@ -241,11 +226,6 @@ class DecoderLayerParams(_Params):
             norm3_gamma=1 + rng.normal(0, 0.1, size=d_model),
             norm3_beta=rng.normal(0, 0.1, size=d_model),
         )
-
-    def _shapes(self, d_model):
-        return (_under("self_attn", self.self_attn._shapes(d_model))
-                | _under("cross_attn", self.cross_attn._shapes(d_model))
-                | _under("ffn", self.ffn._shapes(d_model)) | _norms(d_model, 3))
 
     @classmethod
     def from_torch(cls, layer) -> "DecoderLayerParams":
@@ -332,16 +312,6 @@ class TransformerParams(_Params):
                                  for _ in range(n_layers)),
         )
 
-    def _shapes(self, d_model):
-        shapes = {} if self.embedding is None else {
-            "embedding": (self.embedding.shape[0], d_model)}
-        for stack in ("encoder_layers", "decoder_layers"):
-            for i, layer in enumerate(getattr(self, stack)):
-                shapes |= _under(f"{stack}.{i}", layer._shapes(d_model))
-        for stack in ("encoder", "decoder"):
-            shapes |= {f"{stack}_norm_{w}": (d_model,) for w in ("gamma", "beta")}
-        return shapes
-
     @classmethod
     def from_torch(cls, model, embedding=None) -> "TransformerParams":
         """Weights of a ``torch.nn.Transformer`` (its final norms and norm_first too) as
@@ -371,10 +341,27 @@ class TransformerParams(_Params):
                                             device=device)
 
 
-def _under(prefix, shapes):
-    return {f"{prefix}.{k}": v for k, v in shapes.items()}
-
-
-def _norms(d_model, n):
-    return {f"norm{i}_{w}": (d_model,)
-            for i in range(1, n + 1) for w in ("gamma", "beta")}
+def _expected_shapes(p, d_model) -> dict:
+    """{name: shape} of the arrays of the container p at this d_model, the heads,
+    d_k, d_v and d_ff read from p's own W_Q, W_V and W_1."""
+    if isinstance(p, MultiHeadParams):
+        h, d_k, d_v = p.n_heads, p.d_k, p.d_v
+        return dict(W_Q=(h, d_model, d_k), W_K=(h, d_model, d_k), W_V=(h, d_model, d_v),
+                    W_O=(h * d_v, d_model), b_Q=(h, d_k), b_K=(h, d_k), b_V=(h, d_v),
+                    b_O=(d_model,))
+    if isinstance(p, FeedForwardParams):
+        return dict(W_1=(d_model, p.d_ff), b_1=(p.d_ff,), W_2=(p.d_ff, d_model),
+                    b_2=(d_model,))
+    shapes = {f"norm{i}_{w}": (d_model,) for i in (1, 2, 3) for w in ("gamma", "beta")}
+    shapes |= {f"{s}_norm_{w}": (d_model,) for s in ("encoder", "decoder")
+               for w in ("gamma", "beta")}
+    if getattr(p, "embedding", None) is not None:
+        shapes["embedding"] = (p.embedding.shape[0], d_model)
+    for name, value in vars(p).items():
+        parts = value if isinstance(value, tuple) else (value,)
+        for i, part in enumerate(parts):
+            if isinstance(part, _Params):
+                prefix = f"{name}.{i}" if isinstance(value, tuple) else name
+                shapes |= {f"{prefix}.{k}": v
+                           for k, v in _expected_shapes(part, d_model).items()}
+    return shapes
