@@ -63,7 +63,7 @@ def check_parts(*parts: Part, praise: str = "") -> Verdict:
     missing = [p.what for p in parts if unanswered(p.answer)]
     if missing:
         return Verdict(None, f"Right so far. No answer yet for {', '.join(missing)}: "
-                             "replace its ... and run this cell again.")
+                             "replace the ... and run this cell again.")
     return right(praise)
 
 
