@@ -35,7 +35,6 @@ FLOORS = [
     ["number_words.data"],
     ["number_words.train"],
     ["number_words.cli"],
-    ["numbers"],              # the old name, for chapter 15 and the README
     ["number_words.__main__", "number_words"],
     ["torch.modules"],        # nn.Module wrappers
     ["torch"],

@@ -5,81 +5,17 @@
   three kinds of attention, for the paper's base model, 20 source and 25 target tokens.
 - ``check_3(rows)``: the rows of P that change when the last target token, or a source
   token, is replaced.
-
-``check_parts`` (used here and by later chapters) checks an answer given as a dict of
-parts.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
 import mini_transformer as mt
-from . import UNANSWERED, Mistake, Verdict, check_value, right, unanswered, wrong
-
-
-def check_parts(
-    answer,
-    expected: Mapping[str, object],
-    *,
-    mistakes: Mapping[str, Sequence[Mistake]] | None = None,
-    whole: Sequence[tuple[str, Callable[[dict], bool], str]] = (),
-    rtol: float | Mapping[str, float] = 1e-6,
-    atol: float | Mapping[str, float] = 1e-9,
-    fallback: Callable[[str, object], str] | None = None,
-    praise: str = "",
-) -> Verdict:
-    """Check an answer given as a dict, one value per key of ``expected``.
-
-    ``mistakes[key]`` are the likely mistakes in one part; ``whole`` holds
-    ``(key, predicate, message)`` for mistakes that involve several parts (tried first,
-    on the filled parts). ``rtol`` and ``atol`` may be given per key, as a dict.
-    ``fallback(key, value)`` words a wrong part (value or shape) that no mistake names.
-    Parts still ``...`` are left for later: the verdict is ``None`` until all are
-    filled.
-    """
-    if unanswered(answer):
-        return UNANSWERED
-    if not isinstance(answer, Mapping):
-        return wrong(f"give the dict of the answer cell (keys {', '.join(expected)}), "
-                     f"not a {type(answer).__name__}.", "not-a-dict")
-    missing = [k for k in expected if k not in answer]
-    if missing:
-        names = ", ".join(map(repr, missing))
-        return wrong(f"the answer has no {names}: keep the keys of the answer cell.",
-                     "keys")
-    todo = [k for k in expected if unanswered(answer[k])]
-    if len(todo) == len(expected):
-        return UNANSWERED
-    filled = {k: answer[k] for k in expected if k not in todo}
-    def tol(t, k):
-        return t[k] if isinstance(t, Mapping) else t
-
-    results = {k: check_value(v, expected[k], what=repr(k),
-                              mistakes=(mistakes or {}).get(k, ()),
-                              rtol=tol(rtol, k), atol=tol(atol, k))
-               for k, v in filled.items()}
-    if not all(v.ok for v in results.values()):
-        for key, predicate, message in whole:
-            try:
-                hit = predicate(filled)
-            except (KeyError, TypeError, ValueError):
-                hit = False
-            if hit:
-                return wrong(message, key)
-    for k, v in results.items():
-        if not v.ok:
-            text = v.message.removeprefix("Not yet: ")
-            if v.mistake in ("value", "shape") and fallback is not None:
-                text = fallback(k, filled[k])
-            return wrong(f"{k!r}: {text}", v.mistake)
-    if todo:
-        return Verdict(None, f"Right so far ({', '.join(map(repr, filled))}); still to "
-                             f"fill in: {', '.join(map(repr, todo))}.")
-    return right(praise)
+from . import Mistake, Verdict, check_parts, check_value, unanswered, wrong
 
 
 # --- exercise 1: how cold is hard? ----------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import Mistake, Verdict
-from .ch00 import check_parts
+from . import check_parts
 
 # The chapter's three tokens (tea, chai, car) in d = 4.
 X = np.array([[2, 1, 0, 1],

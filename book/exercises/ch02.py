@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import Mistake, Verdict, check_value, wrong
-from .ch00 import check_parts
+from . import check_parts
 
 D_K = 64
 

@@ -11,8 +11,7 @@ check_4(n_fit, t_fit): the largest power-of-two n whose eight float32 n × n wei
     matrices fit in the memory the benchmark recorded, and the tiled path's time for one
     eight-head call there, by the n² law from the largest one-head time.
 
-``Part`` and ``check_parts`` (used here and by chapters 13 to 15) check an answer given
-in several named parts; ``flat`` packs an (m, l, c) triple into one array.
+``flat`` packs an (m, l, c) triple into one array.
 """
 
 from __future__ import annotations
@@ -20,51 +19,16 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from . import (
-    UNANSWERED, Mistake, Verdict, check_function, check_value, right, unanswered,
+    UNANSWERED, Mistake, Part, Verdict, check_each, check_function, check_value,
+    unanswered,
 )
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks/results/attention.json"
-
-
-@dataclass(frozen=True)
-class Part:
-    """One named part of an answer, what it should be, and its likely mistakes."""
-
-    what: str
-    answer: object
-    expected: object
-    mistakes: Sequence[Mistake] = ()
-    rtol: float = 1e-6
-    atol: float = 1e-9
-
-
-def check_parts(*parts: Part, praise: str = "") -> Verdict:
-    """Check the parts in order and stop at the first wrong one.
-
-    Parts still ``...`` are left for later: right so far, but no verdict until all are
-    filled in. All of them ``...``: unanswered.
-    """
-    if all(unanswered(p.answer) for p in parts):
-        return UNANSWERED
-    for p in parts:
-        if unanswered(p.answer):
-            continue
-        verdict = check_value(p.answer, p.expected, what=p.what, mistakes=p.mistakes,
-                              rtol=p.rtol, atol=p.atol)
-        if not verdict.ok:
-            return verdict
-    missing = [p.what for p in parts if unanswered(p.answer)]
-    if missing:
-        return Verdict(None, f"Right so far. No answer yet for {', '.join(missing)}: "
-                             "replace the ... and run this cell again.")
-    return right(praise)
 
 
 def flat(answer):
@@ -131,7 +95,7 @@ def check_1(ops, share) -> Verdict:
         "one-matmul", passes / (2 * d + passes),
         "your share counts one matrix product: attention does two, S = QKᵀ and AV, "
         "each 2d FLOPs per element of the n × n matrix.")
-    return check_parts(
+    return check_each(
         Part("ops", ops, passes, [too_few, too_many], atol=0.01),
         Part("share", share, passes / (4 * d + passes), [percent, one_matmul],
              rtol=0.025),
@@ -261,7 +225,7 @@ def check_4(n_fit, t_fit) -> Verdict:
                 "t_fit scales by the ratio of the lengths the wrong way up: the "
                 "smaller n takes less time."),
     ]
-    return check_parts(
+    return check_each(
         Part("n_fit", n_fit, n, n_mistakes, rtol=0, atol=0.5),
         Part("t_fit", t_fit, t, t_mistakes, rtol=0.1),
         praise="Memory, not time, is what stops the reference first.")

@@ -19,7 +19,7 @@ import numpy as np
 import mini_transformer as mt
 
 from . import UNANSWERED, Mistake, Verdict, right, unanswered, wrong
-from .ch12 import Part, check_parts
+from . import Part, check_each
 
 # "Chai piyo": two tokens, d_model = 4, d_k = d_v = 2, the hand-made projections
 X = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])
@@ -50,7 +50,7 @@ def check_1(dQ, dK) -> Verdict:
                     "softmax and the product with the other matrix."),
         ]
 
-    return check_parts(
+    return check_each(
         Part("dQ", dQ, dQ_, common("dQ", dS_no_D @ K / scale), atol=1e-9),
         Part("dK", dK, dK_, common("dK", dS_no_D.T @ Q / scale), atol=1e-9),
         praise="Now say which property of V makes it so.")
@@ -83,7 +83,7 @@ def check_2(gap_37000, gap_11) -> Verdict:
                     f"that is the gap for n_vocab = {other}."),
         ]
 
-    return check_parts(
+    return check_each(
         Part("gap_37000", gap_37000, _gap(37000), mistakes(37000), rtol=0, atol=0.006),
         Part("gap_11", gap_11, _gap(11), mistakes(11), rtol=0, atol=0.006),
         praise="Without smoothing, what stops the gap from growing?")
@@ -149,7 +149,7 @@ def check_4(cos_eps, ratio) -> Verdict:
                 "your ratio is that of the two σ's: the gradient also has the variance "
                 "term, which changes with ε too. Compute both gradients."),
     ]
-    return check_parts(
+    return check_each(
         Part("cos_eps", cos_eps, cosine(dx_eps), cos_mistakes, rtol=5e-3, atol=1e-6),
         Part("ratio", ratio, n_0 / n_eps, ratio_mistakes, rtol=5e-3),
         praise="And dx ⊥ 1: does it still hold?")

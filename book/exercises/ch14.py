@@ -26,7 +26,7 @@ from mini_transformer import tasks
 from mini_transformer.optim import AdamState, adam_step
 
 from . import UNANSWERED, Mistake, Verdict, check_value, unanswered, wrong
-from .ch12 import Part, check_parts
+from . import Part, check_each
 
 ABLATIONS = Path(__file__).resolve().parents[2] / "benchmarks/results/ablations.json"
 L, V = 8, 12   # the reverse task: source length, vocabulary (BOS, EOS, 10 symbols)
@@ -60,7 +60,7 @@ def check_1(peak, half_before, half_after) -> Verdict:
         Mistake("steps-after-peak", after - w,
                 "half_after counts the steps since the peak: give the step number."),
     ]
-    return check_parts(
+    return check_each(
         Part("peak", peak, top, peak_mistakes, rtol=1e-3),
         Part("half_before", half_before, before, rtol=0, atol=1.5),
         Part("half_after", half_after, after, after_mistakes, rtol=0, atol=1.5),
@@ -90,7 +90,7 @@ def check_2(first_98, first_999, corrected) -> Verdict:
 
     zero = np.zeros(1)
     step = adam_step(zero, np.ones(1), AdamState.zeros_like(zero), lr=1.0)[0]
-    return check_parts(
+    return check_each(
         Part("first_98", first_98, first(0.98), mistakes(0.98), rtol=2e-3),
         Part("first_999", first_999, first(0.999), mistakes(0.999), rtol=2e-3),
         Part("corrected", corrected, abs(float(step[0])), [
@@ -132,7 +132,7 @@ def check_3(p_true, p_other) -> Verdict:
         for key, wrong_pair, message in pairs:
             if all(abs(g - w) < t for g, w, t in zip(got, wrong_pair, tol)):
                 return wrong(message, key)
-    return check_parts(
+    return check_each(
         Part("p_true", p_true, expected[0], rtol=0, atol=tol[0]),
         Part("p_other", p_other, expected[1], rtol=0, atol=tol[1]),
         praise="Now measure them on the held-out sequences.")
@@ -195,7 +195,7 @@ def check_4(scaled, unscaled) -> Verdict:
         "scaled-twice", per_seed["twice"].mean(),
         "your unscaled scores are √d_k times too large: without the scale they are "
         "q · k, not q · k √d_k.")
-    return check_parts(
+    return check_each(
         Part("scaled", scaled, sc, mistakes("scaled"), rtol=0, atol=1e-4),
         Part("unscaled", unscaled, un, [*mistakes("unscaled"), twice],
              rtol=0, atol=1e-4),

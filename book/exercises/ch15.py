@@ -19,7 +19,7 @@ import mini_transformer as mt
 from mini_transformer.tasks import number_words, split_numbers
 
 from . import UNANSWERED, Mistake, Verdict, check_value, right, unanswered, wrong
-from .ch12 import Part, check_parts
+from . import Part, check_each
 
 CORPUS = ["dreihundert", "vierhundert", "dreiundvierzig", "vierunddreißig"]
 
@@ -163,7 +163,7 @@ def check_3(em, chrf) -> Verdict:
                 "your chrF is the mean of the sentences' chrFs: the corpus chrF sums "
                 "the n-gram counts over all sentences first."),
     ]
-    return check_parts(
+    return check_each(
         Part("em", em, s["em"], atol=1e-9),
         Part("chrf", chrf, s["chrf"], chrf_mistakes, rtol=0, atol=0.06),
         praise="So what does a chrF of 97 say about a model's numbers?")
