@@ -119,8 +119,8 @@ def test_encoder_logits_and_beam_scores_equal_numpy(browser, model):  # noqa: F8
                              text)
             assert g == greedy.tolist(), text
             for K, alpha in BEAMS:
-                tokens, score = mt.beam_search(src, params, bpe.bos_id, bpe.eos_id, K,
-                                               alpha)
+                tokens, score = mt.beam_search(src, params, None, bpe.bos_id, bpe.eos_id,
+                                               beam_size=K, alpha=alpha)
                 r = tab.evaluate("([t, K, a]) => { const r = mtTranslator.translate(t, "
                                  "{beamSize: K, alpha: a}); return [r.ids, r.score]; }",
                                  [text, K, alpha])
@@ -238,7 +238,8 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         root.get_by_test_id("alpha").fill("1")
         assert "(beam 3, \u03b1 1.0," in readout.text_content()
         src = source(bpe, text)
-        tokens, score = mt.beam_search(src, params, bpe.bos_id, bpe.eos_id, 3, 1.0)
+        tokens, score = mt.beam_search(src, params, None, bpe.bos_id, bpe.eos_id,
+                                       beam_size=3, alpha=1.0)
         assert f"score {score:.4f}".replace("-", "\u2212") in readout.text_content()
         greedy = mt.greedy_decode(src, params, len(src) + 50, bpe.bos_id, bpe.eos_id)
         work = root.get_by_test_id("work").text_content()
