@@ -26,3 +26,11 @@ def max_abs(a, b) -> float:
     b = to_numpy(b) if torch.is_tensor(b) else np.asarray(b, dtype=np.float64)
     assert a.shape == b.shape, (a.shape, b.shape)
     return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def refused(verdict, key, word):
+    """A checker's verdict refuses the answer, naming mistake ``key`` with ``word``."""
+    assert verdict.ok is False, verdict.message
+    assert verdict.mistake == key, (verdict.mistake, verdict.message)
+    assert word in verdict.message
+    return True

@@ -13,12 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from exercises import ch06  # noqa: E402
+from helpers import refused  # noqa: E402
 
-
-def refused(verdict, key, word):
-    assert verdict.ok is False, verdict.message
-    assert verdict.mistake == key, verdict.message
-    assert word in verdict.message
 
 
 # --- exercise 1: the closest two encodings, d_model = 2 -------------------------------

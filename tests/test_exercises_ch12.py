@@ -13,15 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book"))
 from exercises import ch12  # noqa: E402
+from helpers import refused  # noqa: E402
 
 E = math.exp
 
-
-def refused(verdict, key, word):
-    assert verdict.ok is False, verdict.message
-    assert verdict.mistake == key, (verdict.mistake, verdict.message)
-    assert word in verdict.message
-    return True
 
 
 # --- 1. the softmax's FLOPs -----------------------------------------------------------

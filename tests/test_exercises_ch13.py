@@ -13,13 +13,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from exercises import ch13  # noqa: E402
+from helpers import refused  # noqa: E402
 
-
-def refused(verdict, key, word):
-    assert verdict.ok is False, verdict.message
-    assert verdict.mistake == key, (verdict.mistake, verdict.message)
-    assert word in verdict.message
-    return True
 
 
 # --- 1. dC = ones on "Chai piyo" ------------------------------------------------------

@@ -18,13 +18,8 @@ from mini_transformer import tasks
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book"))
 from exercises import ch14  # noqa: E402
+from helpers import refused  # noqa: E402
 
-
-def refused(verdict, key, word):
-    assert verdict.ok is False, verdict.message
-    assert verdict.mistake == key, (verdict.mistake, verdict.message)
-    assert word in verdict.message
-    return True
 
 
 # --- 1. the schedule for d_model = 256, warmup_steps = 8000 ---------------------------
