@@ -19,7 +19,11 @@ asks for (``tests/browser/test_accessibility.py``), since the markup is the writ
 - docutils writes each bibliography entry as ``<div role="doc-biblioentry">`` inside a
   ``<div role="list">``: ``doc-biblioentry`` is deprecated (WAI-ARIA DPUB 1.1) and is no
   list item, so the list has no items. The entries become ``role="listitem"``.
-- nothing else, for now; see ``_static/custom.css`` for the colour overrides.
+- myst-nb labels each folded cell's toggle "Toggle hidden content" while it shows "Show
+  code cell source"; the label goes, so the name is the visible text (WCAG 2.5.3).
+- the theme's search buttons (visible text "Search Ctrl+K", label "Search") lose the
+  label for the same reason, and the colour-mode button's icons lose their titles
+  (decoration the label "Color mode" does not contain): a pass over the written pages.
 
 Registered in ``_config.yml`` (``sphinx.local_extensions``).
 """
@@ -156,11 +160,47 @@ def _set_alts(app, doctree) -> None:
 
 def _fix_markup(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body")
-    if body and 'role="doc-biblioentry"' in body:
-        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    if body:
+        for old, new in BODY_FIXES:
+            body = body.replace(old, new)
+        context["body"] = body
+
+
+# (old, new) in a page's body, written by docutils and myst-nb.
+BODY_FIXES = [
+    # a bibliography entry is a list item of the citation list (doc-biblioentry is
+    # deprecated and is no list item, so the list had no items)
+    ('role="doc-biblioentry"', 'role="listitem"'),
+    # a folded cell's toggle: its name is its visible text ("Show code cell source"),
+    # not a different label (WCAG 2.5.3, label in name)
+    ('<summary aria-label="Toggle hidden content">', "<summary>"),
+]
+# (pattern, replacement) in the theme's header and sidebar, on every written page:
+THEME_FIXES = [
+    # the search buttons that show the word "Search" and Ctrl+K: named by that text
+    (re.compile(r'(<button class="btn search-button-field[^>]*?) aria-label="Search"'),
+     r"\1"),
+    # the colour-mode button's icons: their titles (Light, Dark, System Settings) read as
+    # text that its label, "Color mode", does not contain; they are decoration
+    (re.compile(r'(<i class="theme-switch [^>]*?) title="[^"]*"></i>'),
+     r'\1 aria-hidden="true"></i>'),
+]
+
+
+def _fix_theme(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text()
+        fixed = text
+        for pattern, replacement in THEME_FIXES:
+            fixed = pattern.sub(replacement, fixed)
+        if fixed != text:
+            page.write_text(fixed)
 
 
 def setup(app):
     app.connect("doctree-read", _set_alts)
     app.connect("html-page-context", _fix_markup)
+    app.connect("build-finished", _fix_theme)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
