@@ -29,30 +29,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 import mini_transformer as mt
+from common import cpu_model, load_average, peak_traced_bytes, timed
 
 HERE = Path(__file__).resolve().parent
 IMPLS = ("reference", "tiled", "torch_math", "torch_fused")
 NAIVE = {"reference": 1, "torch_math": 2}  # T×T matrices alive at once
 D_K = 64
-
-
-def load_average():
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-def cpu_model():
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        return re.search(r"model name\s*:\s*(.*)", text).group(1).strip()
-    except (OSError, AttributeError):
-        return platform.processor() or "unknown"
 
 
 def memory_gib():
@@ -79,28 +67,6 @@ def peak_rss_bytes(fn):
     out = fn()
     del out
     return max(rss_status()["VmHWM"] - before, 0)
-
-
-def peak_traced_bytes(fn):
-    """Peak of NumPy (and Python) allocations during fn(), by tracemalloc."""
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn()
-        del out
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
-
-def timed(fn, reps, sync=lambda: None):
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t)
-    return times
 
 
 def make_calls(impl, T, heads, dtype, device):
@@ -308,7 +274,8 @@ def slope(result, impl, dtype, heads, key, T_min=4096):
 
 
 def targets(result):
-    """The issue's targets, measured in this run: (what, measured, target, met).
+    """The speed and memory targets, measured in this run: (what, measured, target,
+    met).
     An exponent "≈ b" is met within ±0.15."""
     out = []
 
@@ -362,7 +329,7 @@ def print_tables(result):
         for r in result["rows"]:
             if (r["dtype"], r["heads"]) == (dtype, heads) and r["skipped"]:
                 print(f"  skipped: {r['impl']} at T={r['T']}: {r['skipped']}")
-    print("\n## targets (issue 5)")
+    print("\n## targets: tiled and reference attention against torch, import time")
     for t in result["targets"]:
         m = "not measured" if t["measured"] is None else f"{t['measured']:.3g}"
         verdict = {True: "met", False: "NOT met", None: "-"}[t["met"]]

@@ -40,23 +40,19 @@ from pathlib import Path
 import numpy as np
 
 import mini_transformer as mt
-from mini_transformer.optim import tree_leaves
+from mini_transformer.tree import tree_leaves
 from mini_transformer.softmax import cpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from attention import cpu_model, load_average, peak_traced_bytes, timed  # noqa: E402
+from common import (cpu_model, load_average, median_time, peak_traced_bytes,  # noqa: E402
+                    timed)
 
 HERE = Path(__file__).resolve().parent
-TARGETS = {  # issue 11
+TARGETS = {  # the hand backward's speed and the tiled backward's memory
     "encoder_layer_float32_hand_over_autograd": 1.5,
     "tiled_backward_over_forward_T16384": 3.0,
     "tiled_backward_peak_mib_T16384": 64.0,
 }
-
-
-def median_time(fn, reps):
-    fn()  # untimed: first-touch of buffers, thread pools
-    return statistics.median(timed(fn, reps))
 
 
 def attention_calls(shape, dtype, torch):
@@ -184,7 +180,7 @@ def main(argv=None):
 
 
 def targets(rows, tiled):
-    """The issue's targets, measured (only those this run's sizes can check)."""
+    """The targets, measured (only those this run's sizes can check)."""
     found = []
     enc = [r for r in rows if r["what"] == "encoder_layer" and r["dtype"] == "float32"]
     big = [r for r in tiled if r["T"] == 16384]

@@ -1,4 +1,4 @@
-"""The translation chapter's model (issue 19): training speed and decoding speed.
+"""The translation chapter's model: training speed and decoding speed.
 
 1. One training step (forward, backward, Adam) of the numbers model (post-LN,
    d_model 64, 2 + 2 layers, 4 heads, d_ff 256, BPE of 500 tokens, a batch of
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import sys
 import platform
-import statistics
 import time
 from pathlib import Path
 
@@ -33,10 +32,13 @@ import numpy as np
 import torch
 
 import mini_transformer as mt
-from mini_transformer.numbers import (BPE_FILE, DATA, MODEL, encode_pairs,
-                                      training_numbers)
+from mini_transformer.number_words import (BPE_FILE, DATA, MODEL, encode_pairs,
+                                           training_numbers)
 from mini_transformer.optim import AdamState, adam_step, learning_rate
 from mini_transformer.tasks import number_words, split_numbers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import TorchNNTrainer, median_time  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "translation.json"
 SIZE = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256)
@@ -68,7 +70,8 @@ class NumpyTrainer:
         lr = learning_rate(step, SIZE["d_model"], WARMUP)
         loss, grads = mt.loss_and_grads(
             self.params, s, t[:, :-1], t[:, 1:], SMOOTHING, self.bpe.pad_id,
-            src_mask=(s != self.bpe.pad_id)[:, None, :], p_drop=P_DROP, rng=self.rng)
+            src_mask=mt.padding_mask(np.sum(s != self.bpe.pad_id, axis=1), s.shape[1]),
+            p_drop=P_DROP, rng=self.rng)
         self.params, self.state = adam_step(self.params, grads, self.state, lr)
         return float(loss)
 
@@ -76,60 +79,23 @@ class NumpyTrainer:
         return self.params
 
 
-class TorchTrainer:
+def torch_trainer(params, bpe, seed):
     """torch.nn.Transformer (post-LN, no final norms, dropout 0.1) with the same
     tied embedding, √d_model scale and sinusoidal encoding; autograd; torch Adam."""
-
-    def __init__(self, params, bpe, seed):
-        torch.manual_seed(seed)
-        self.bpe = bpe
-        self.model = params.to_torch(dtype=torch.float32).train()
-        for layer in (*self.model.encoder.layers, *self.model.decoder.layers):
-            for name, module in layer.named_modules():
-                if isinstance(module, torch.nn.Dropout):
-                    module.p = P_DROP
-        self.E = torch.nn.Parameter(torch.as_tensor(params.embedding))
-        self.pe = torch.as_tensor(mt.positional_encoding(128, SIZE["d_model"]),
-                                  dtype=torch.float32)
-        self.opt = torch.optim.Adam([self.E, *self.model.parameters()], lr=1.0,
-                                    betas=(0.9, 0.98), eps=1e-9)
-        self.drop = torch.nn.Dropout(P_DROP)
-
-    def embed(self, ids):
-        return self.drop(self.E[ids] * math.sqrt(SIZE["d_model"])
-                         + self.pe[: ids.shape[1]])
-
-    def step(self, s, t, step):
-        for group in self.opt.param_groups:
-            group["lr"] = learning_rate(step, SIZE["d_model"], WARMUP)
-        s, t = torch.as_tensor(s), torch.as_tensor(t)
-        t_in, t_out = t[:, :-1], t[:, 1:]
-        n = t_in.shape[1]
-        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
-        pad = s == self.bpe.pad_id
-        h = self.model(self.embed(s), self.embed(t_in), tgt_mask=causal,
-                       src_key_padding_mask=pad, memory_key_padding_mask=pad)
-        loss = torch.nn.functional.cross_entropy(
-            (h @ self.E.T).reshape(-1, self.E.shape[0]), t_out.reshape(-1),
-            ignore_index=self.bpe.pad_id, label_smoothing=SMOOTHING)
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return loss.item()
-
-    def eval_params(self):
-        return mt.TransformerParams.from_torch(self.model, embedding=self.E).map(
-            lambda a: a.astype(np.float32))
+    return TorchNNTrainer(params, pad_id=bpe.pad_id, p_drop=P_DROP,
+                          label_smoothing=SMOOTHING, warmup=WARMUP, seed=seed)
 
 
 def step_time(trainer, batches, n):
-    times = []
-    for i in range(n + 2):
-        s, t = batches[i % len(batches)]
-        t0 = time.perf_counter()
-        trainer.step(s, t, 100 + i)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[2:])
+    """The median seconds of n steps, after 2 untimed ones."""
+    i = iter(range(n + 2))
+
+    def step():
+        k = next(i)
+        s, t = batches[k % len(batches)]
+        trainer.step(s, t, 100 + k)
+
+    return median_time(step, n, untimed=2)
 
 
 def time_to_99(trainer, src, tgt, bpe, evaluation, rng, max_steps, every=50):
@@ -227,13 +193,13 @@ def main(argv=None):
     n = 2 if args.quick else 10
     result["step_seconds"] = {
         "numpy_hand": step_time(NumpyTrainer(params, bpe, 1), batches, n),
-        "torch_nn_transformer": step_time(TorchTrainer(params, bpe, 1), batches, n)}
+        "torch_nn_transformer": step_time(torch_trainer(params, bpe, 1), batches, n)}
     result["step_ratio_numpy_over_torch"] = round(
         result["step_seconds"]["numpy_hand"]
         / result["step_seconds"]["torch_nn_transformer"], 2)
     print("step seconds:", result["step_seconds"], flush=True)
     result["time_to_99"] = {}
-    trainers = (("numpy_hand", NumpyTrainer), ("torch_nn_transformer", TorchTrainer))
+    trainers = (("numpy_hand", NumpyTrainer), ("torch_nn_transformer", torch_trainer))
     for name, cls in trainers if args.max_steps > 0 and not args.quick else ():
         print(f"time to 99%, {name}:", flush=True)
         result["time_to_99"][name] = time_to_99(

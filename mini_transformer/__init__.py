@@ -2,8 +2,37 @@
 
 Every function runs on NumPy arrays (the reference) and, unchanged, on torch
 tensors on any device, through the Array API (``array-api-compat``).
-``import mini_transformer`` does not import torch; ``mini_transformer.torch``
-holds the ``nn.Module`` wrappers.
+``import mini_transformer`` does not import torch. The modules, bottom-up (each
+imports only modules above it in this list; ``tests/test_imports.py`` checks):
+
+- ``_checks``, ``_grad``: the shared argument checks, and summing a gradient back
+  to a broadcast shape.
+- ``tree``: the one walker over a params container (map, leaves, named leaves,
+  rebuild from names).
+- ``positional``: the sinusoidal positional encoding (§3.5).
+- ``bpe``: byte-pair encoding, learnt, saved and loaded (§5.1).
+- ``batching``: padding and batches by approximate length (§5.1).
+- ``tasks``: the synthetic tasks (reverse, sort) and the number words with their
+  held-out rule.
+- ``softmax``: softmax, log-sum-exp, log-softmax and the softmax's backward.
+- ``layernorm``, ``feedforward``, ``dropout``: one sub-layer idea each, forward
+  and backward.
+- ``checkpoint``: params to and from ``.npz`` files, and checkpoint averaging (§6.1).
+- ``attention``: scaled dot-product attention, its masks and its backward (§3.2.1).
+- ``loss``: cross-entropy with label smoothing and its gradient (§5.4).
+- ``optim``: Adam and the paper's learning-rate schedule (§5.3).
+- ``params``: the weight containers (frozen dataclasses of arrays).
+- ``multihead``: multi-head attention and its backward (§3.2.2).
+- ``tiled``: attention in tiles with an online softmax, forward and backward.
+- ``encoder``, ``decoder``: one layer and the stack each; the decoder's
+  ``KVCache``.
+- ``transformer``: the whole model (§3), and its loss and gradients.
+- ``decoding``: greedy search and beam search with the length penalty (§6.1).
+- ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
+- ``number_words``: the chapter-15 experiment (data, training, command line),
+  outside the equations; ``numbers`` is an old name for two of its functions.
+- ``torch``: ``nn.Module`` wrappers (``torch.modules``) and weight conversion to
+  and from ``torch.nn`` (``torch.convert``, which imports numpy and torch only).
 """
 
 from .attention import (
@@ -13,10 +42,10 @@ from .attention import (
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
-from .beam import beam_search, length_penalty
 from .bpe import BPE
 from .checkpoint import average_params
 from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .decoding import beam_search, greedy_decode, length_penalty
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
@@ -25,11 +54,11 @@ from .multihead import key_values, multi_head_attention, multi_head_attention_ba
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
                      MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
-from .softmax import log_sum_exp, softmax, softmax_backward
+from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
 from .translation import corpus_bleu, corpus_chrf, exact_match, translate
-from .transformer import (count_parameters, embed, encoder_decoder, greedy_decode,
-                          loss_and_grads, transformer)
+from .transformer import (count_parameters, embed, encoder_decoder, loss_and_grads,
+                          transformer)
 
 __version__ = "0.1.0"
 
@@ -62,6 +91,7 @@ __all__ = [
     "layer_norm",
     "layer_norm_backward",
     "length_penalty",
+    "log_softmax",
     "log_sum_exp",
     "loss_and_grads",
     "multi_head_attention",

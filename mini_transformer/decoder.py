@@ -41,6 +41,14 @@ class KVCache:
         self.self_kv = (k, v)
         return self.self_kv
 
+    def reorder(self, rows):
+        """Keep the batch rows ``rows`` (int ids, axis 0), in that order: a beam's
+        hypotheses moving between rows take their keys and values with them."""
+        xp = array_namespace(self.self_kv[0])
+        self.self_kv = tuple(xp.take(a, rows, axis=0) for a in self.self_kv)
+        if self.cross_kv is not None:
+            self.cross_kv = tuple(xp.take(a, rows, axis=0) for a in self.cross_kv)
+
     def memory(self, memory, params):
         """(K, V) of the memory, computed once."""
         if self.cross_kv is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array_api_compat import array_namespace, device
 
 from . import _checks
-from .softmax import log_sum_exp, softmax
+from .softmax import log_softmax, softmax
 
 
 def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
@@ -19,7 +19,7 @@ def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=No
     With ε = 0 this is −mean log p_target, the negative log-likelihood.
     """
     xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
-    log_p = logits - log_sum_exp(logits, axis=-1)[..., None]          # (..., n_vocab)
+    log_p = log_softmax(logits, axis=-1)                               # (..., n_vocab)
     q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
     per_position = -xp.sum(q * log_p, axis=-1)                         # (...)
     return xp.sum(xp.where(counted, per_position, 0.0)) / n

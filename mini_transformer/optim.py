@@ -10,8 +10,9 @@ unchanged, on torch tensors.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+
+from .tree import tree_leaves, tree_map  # noqa: F401  (the chapters import them here)
 
 
 def learning_rate(step: int, d_model: int, warmup_steps: int = 4000) -> float:
@@ -31,39 +32,6 @@ def learning_rate(step: int, d_model: int, warmup_steps: int = 4000) -> float:
                 f"learning_rate needs {name} to be an integer >= 1, got {n!r}"
             )
     return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
-
-
-def tree_map(f, tree, *others):
-    """``f`` applied to every array of a params container (and the matching arrays of
-    ``others``, containers of the same layout), giving a container of that layout.
-
-    Nested containers and tuples of containers (the layers of a stack) are walked;
-    fields that are not arrays (``eps``) are kept from ``tree``; None stays None.
-    """
-    if tree is None:
-        return None
-    if isinstance(tree, tuple):
-        return tuple(tree_map(f, *items) for items in zip(tree, *others, strict=True))
-    if dataclasses.is_dataclass(tree):
-        changes = {}
-        for field in dataclasses.fields(tree):
-            values = [getattr(t, field.name) for t in (tree, *others)]
-            if values[0] is None or dataclasses.is_dataclass(values[0]) \
-                    or isinstance(values[0], tuple) or hasattr(values[0], "shape"):
-                changes[field.name] = tree_map(f, *values)
-        return dataclasses.replace(tree, **changes)
-    if hasattr(tree, "shape"):
-        return f(tree, *others)
-    raise ValueError(
-        f"tree_map walks params containers and arrays, got {type(tree).__name__}"
-    )
-
-
-def tree_leaves(tree) -> list:
-    """Every array of a params container, in field order."""
-    leaves = []
-    tree_map(lambda a: leaves.append(a) or a, tree)
-    return leaves
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,14 @@ def log_sum_exp(x, axis: int = -1):
     return xp.squeeze(log_z + m, axis=axis)
 
 
+def log_softmax(x, axis: int = -1):
+    """log softmax(x) = x − log Σ_j exp(x_j) along ``axis``: the log-probabilities
+    that the loss and beam search use, without forming a probability that could
+    round to 0."""
+    xp = array_namespace(x)
+    return x - xp.expand_dims(log_sum_exp(x, axis=axis), axis=axis)
+
+
 def softmax_backward(weights, grad_weights, axis: int = -1):
     """The vector–Jacobian product of the softmax: ∂L/∂x from ∂L/∂p, p = softmax(x).
 

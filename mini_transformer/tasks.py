@@ -8,6 +8,10 @@ Token ids: ``BOS`` = 0 starts every target, ``EOS`` = 1 ends it, and the symbols
     tgt_out  (batch, length + 1)    the answer, then EOS       (what it must predict)
 
 so that ``tgt_in`` is ``tgt_out`` shifted right by one: "teacher forcing".
+
+The convention is the BPE's (``bpe.BPE``): the special tokens take the first ids,
+the symbols follow. These tasks have sequences of one length and so no padding
+token; the BPE's first id is its padding, so there BOS = 1 and EOS = 2.
 """
 
 from __future__ import annotations

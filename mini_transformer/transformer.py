@@ -1,5 +1,5 @@
 """The whole model (the paper's §3, figure 1): embeddings, encoder and decoder,
-the output projection, and greedy decoding with a key/value cache."""
+the output projection, and its loss and gradients for training."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy
 
 from . import _checks
 from .attention import as_mask, causal_mask
-from .decoder import KVCache, decoder, decoder_layer, decoder_layer_backward
+from .decoder import decoder, decoder_layer, decoder_layer_backward
 from .dropout import DropoutMasks, dropout
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import _rows_outer
@@ -40,7 +40,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
 
 
 def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
-                    norm_first=False, attention=None, dropout=None):
+                    norm_first=None, attention=None, dropout=None):
     """memory = Encoder(src), output = Decoder(tgt, memory), each stack followed by
     its final LayerNorm where the params have one: what ``torch.nn.Transformer``
     computes.
@@ -50,18 +50,19 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     tgt_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
     memory_mask: broadcast to (batch, n_tgt, n_src), the cross-attention
     Bool masks are True where a query may attend (torch's are the opposite).
+    norm_first: None runs the layers as the params were made (``params.norm_first``).
     dropout: None, or ``DropoutMasks`` for the sub-layers of both stacks.
     Returns (..., n_tgt, d_model).
     """
     _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask)
     enc, dec = (None, None) if dropout is None else (dropout.encoder, dropout.decoder)
-    memory = _encode(src, params, src_mask, norm_first, attention, enc)
-    return _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
-                   dropout=dec)
+    memory = encode(src, params, src_mask, norm_first, attention, enc)
+    return decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
+                  dropout=dec)
 
 
 def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
-                norm_first=False, attention=None, p_drop=0.0, rng=None):
+                norm_first=None, attention=None, p_drop=0.0, rng=None):
     """The scores (logits) of the next token at every target position.
 
     X = Embed(src_tokens), Y = Embed(tgt_tokens), H = EncoderDecoder(X, Y),
@@ -75,63 +76,16 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     default p_drop = 0 is evaluation, no dropout.
     Returns (..., n_tgt, vocab_size).
     """
-    E = _embedding(params)
+    E = tied_embedding(params)
     x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
     y = embed(tgt_tokens, E, name="tgt_tokens")         # (..., n_tgt, d_model)
-    _check_src_mask(src_mask, x)
+    check_src_mask(src_mask, x)
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)
     if masks is not None:
         x, y = dropout(x, masks.src), dropout(y, masks.tgt)
     h = encoder_decoder(x, y, params, src_mask, _and_causal(tgt_mask, y), src_mask,
                         norm_first, attention, masks)   # (..., n_tgt, d_model)
     return h @ E.T                                      # (..., n_tgt, vocab_size)
-
-
-def greedy_decode(
-    src_tokens,
-    params,
-    max_len,
-    bos,
-    eos,
-    src_mask=None,
-    norm_first=False,
-    attention=None,
-    return_logits=False,
-):
-    """Greedy decoding: start from ``bos``, append the most likely next token, stop
-    when every row has produced ``eos`` or has ``max_len`` tokens.
-
-    Returns token ids (..., n), n <= max_len, starting with bos; a row that has
-    produced eos is padded with eos. Each step runs the decoder on the newest
-    position only: every layer keeps the keys and values of the earlier positions
-    and of the memory (``KVCache``), which gives the logits of
-    ``transformer(src_tokens, prefix, ...)[..., -1, :]`` without recomputing the prefix.
-    return_logits: also return every step's logits, (..., n - 1, vocab_size).
-    """
-    E = _embedding(params)
-    x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
-    _check_decoding(max_len, bos, eos, E.shape[0])
-    xp = array_namespace(E)
-    _check_src_mask(src_mask, x)
-    memory = _encode(x, params, src_mask, norm_first, attention)  # once
-    caches = [KVCache() for _ in params.decoder_layers]
-    batch = x.shape[:-2]
-    tokens = xp.full((*batch, 1), bos, dtype=xp.int64, device=device(E))  # (..., 1)
-    done = xp.zeros(batch, dtype=xp.bool, device=device(E))
-    logits = []
-    for t in range(max_len - 1):
-        y = embed(tokens[..., t:], E, start=t)          # (..., 1, d_model): position t
-        h = _decode(y, memory, params, None, src_mask, norm_first, attention, caches)
-        logits.append(h[..., -1, :] @ E.T)              # (..., vocab_size)
-        new = xp.where(done, eos, xp.argmax(logits[-1], axis=-1))  # (...,)
-        tokens = xp.concat([tokens, new[..., None]], axis=-1)
-        done = done | (new == eos)
-        if xp.all(done):
-            break
-    if not return_logits:
-        return tokens
-    empty = xp.zeros((*batch, 0, E.shape[0]), dtype=E.dtype, device=device(E))
-    return tokens, xp.stack(logits, axis=-2) if logits else empty
 
 
 def count_parameters(params) -> int:
@@ -143,21 +97,32 @@ def count_parameters(params) -> int:
     return sum(math.prod(a.shape) for a in arrays.values())
 
 
-def _encode(src, params, src_mask, norm_first, attention, dropout=None):
-    memory = encoder(src, params.encoder_layers, src_mask, norm_first, attention,
-                     dropout)
+def encode(src, params, src_mask=None, norm_first=None, attention=None, dropout=None):
+    """memory = Encoder(src), then the encoder's final LayerNorm where the params
+    have one. src: (..., n_src, d_model), embedded. norm_first None: the params'.
+    Returns (..., n_src, d_model)."""
+    memory = encoder(src, params.encoder_layers, src_mask,
+                     _norm_first(params, norm_first), attention, dropout)
     return _final_norm(
         memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps
     )
 
 
-def _decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
-            caches=None, dropout=None):
-    out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, norm_first,
-                  attention, caches, dropout)
+def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, norm_first=None,
+           attention=None, caches=None, dropout=None):
+    """Decoder(tgt, memory), then the decoder's final LayerNorm where the params
+    have one. tgt: (..., n_tgt, d_model), embedded; caches: one ``KVCache`` per
+    decoder layer, for decoding step by step. Returns (..., n_tgt, d_model)."""
+    out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask,
+                  _norm_first(params, norm_first), attention, caches, dropout)
     return _final_norm(
         out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
     )
+
+
+def _norm_first(params, norm_first):
+    """The layers' order: as asked, or (None) as the params were made."""
+    return params.norm_first if norm_first is None else norm_first
 
 
 def _final_norm(x, gamma, beta, eps):
@@ -179,7 +144,8 @@ def _and_causal(tgt_mask, y):
 
 # --- checks ---------------------------------------------------------------------
 
-def _embedding(params):
+def tied_embedding(params):
+    """The embedding E (vocab_size, d_model), refused when the params have none."""
     if params.embedding is None:
         raise ValueError(
             "these params have no embedding (torch.nn.Transformer has none): "
@@ -231,22 +197,10 @@ def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask):
         _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
 
 
-def _check_src_mask(src_mask, x):
+def check_src_mask(src_mask, x):
     """The source mask serves two attentions: it must be a mask on the keys."""
     _checks.mask_broadcasts(src_mask, (*x.shape[:-2], 1, x.shape[-2]), "src_mask",
                             "(batch, 1, n_src)")
-
-
-def _check_decoding(max_len, bos, eos, vocab):
-    def is_int(n):
-        return isinstance(n, (int, np.integer)) and not isinstance(n, bool)
-
-    if not is_int(max_len) or max_len < 1:
-        raise ValueError(f"max_len must be an integer >= 1, got {max_len!r}")
-    for name, token in (("bos", bos), ("eos", eos)):
-        if not is_int(token) or not 0 <= token < vocab:
-            raise ValueError(f"{name} must be a token id in [0, vocab_size={vocab}), "
-                             f"got {token!r}")
 
 
 def loss_and_grads(
@@ -258,7 +212,7 @@ def loss_and_grads(
     ignore_index=None,
     src_mask=None,
     tgt_mask=None,
-    norm_first=False,
+    norm_first=None,
     p_drop=0.0,
     rng=None,
 ):
@@ -273,11 +227,12 @@ def loss_and_grads(
     rng state draws the same masks, and the backward multiplies by them too.
     Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
     """
-    E = _embedding(params)
+    E = tied_embedding(params)
     xp, sqrt_d = array_namespace(E), math.sqrt(E.shape[-1])
+    norm_first = _norm_first(params, norm_first)
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
     y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
-    _check_src_mask(src_mask, x)
+    check_src_mask(src_mask, x)
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)
     m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
                               (None,) * len(params.decoder_layers))

@@ -8,8 +8,7 @@ import numpy as np
 
 from .attention import padding_mask
 from .batching import pad_sequences
-from .beam import beam_search
-from .transformer import greedy_decode
+from .decoding import beam_search, greedy_decode
 
 
 def translate(texts, params, bpe, beam_size=4, alpha=0.6, batch_size=512,
@@ -31,8 +30,8 @@ def translate(texts, params, bpe, beam_size=4, alpha=0.6, batch_size=512,
         if beam_size is None:
             tokens = greedy_decode(batch, params, n, bpe.bos_id, bpe.eos_id, mask)
         else:
-            tokens, _ = beam_search(batch, params, bpe.bos_id, bpe.eos_id, beam_size,
-                                    alpha, n, mask)
+            tokens, _ = beam_search(batch, params, n, bpe.bos_id, bpe.eos_id, mask,
+                                    beam_size, alpha)
         tokens = np.asarray(tokens.cpu() if hasattr(tokens, "cpu") else tokens)
         for i, row in zip(rows, tokens):
             ids = list(row[1:])

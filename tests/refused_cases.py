@@ -423,10 +423,10 @@ REFUSED = [
     R("dropout-no-rng", "translation", "dropout without a random generator",
       "mt.transformer(src, src, model, p_drop=0.1)", "p_drop=0.1 needs an rng"),
     R("beam-size", "translation", "a beam of size 0",
-      "mt.beam_search(src, model, 0, 1, beam_size=0)",
+      "mt.beam_search(src, model, None, 0, 1, beam_size=0)",
       "beam_size must be an integer >= 1, got 0"),
     R("beam-alpha", "translation", "a negative length-penalty exponent",
-      "mt.beam_search(src, model, 0, 1, alpha=-1)",
+      "mt.beam_search(src, model, None, 0, 1, alpha=-1)",
       "alpha must be a number >= 0, got -1"),
     R("average-layouts", "translation", "averaging checkpoints of different depths",
       "mt.average_params([model, mt.TransformerParams.random(rng, vocab_size=10, "

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import mini_transformer as mt
-from mini_transformer.beam import beam_search, length_penalty
+from mini_transformer.decoding import beam_search, length_penalty
 
 BOS, EOS = 1, 2
 
@@ -52,8 +52,7 @@ def test_beam_1_with_alpha_0_is_greedy(seed, max_len):
     greedy's, so beam 1 may go on: the next test.)"""
     p, src = model(seed)
     greedy = mt.greedy_decode(src, p, max_len, BOS, EOS)
-    tokens, scores = beam_search(src, p, BOS, EOS, beam_size=1, alpha=0.0,
-                                 max_len=max_len)
+    tokens, scores = beam_search(src, p, max_len, BOS, EOS, beam_size=1, alpha=0.0)
     np.testing.assert_array_equal(tokens, greedy)
     for s, row, x in zip(scores, tokens, src):
         assert abs(s - log_prob(x, generated(row), p)) < 1e-10
@@ -62,7 +61,7 @@ def test_beam_1_with_alpha_0_is_greedy(seed, max_len):
 def test_beam_1_with_alpha_scores_at_least_greedy():
     p, src = model(3)
     greedy = mt.greedy_decode(src, p, 9, BOS, EOS)
-    _, scores = beam_search(src, p, BOS, EOS, beam_size=1, alpha=0.6, max_len=9)
+    _, scores = beam_search(src, p, 9, BOS, EOS, beam_size=1, alpha=0.6)
     for s, row, x in zip(scores, greedy, src):
         y = generated(row)
         assert s >= log_prob(x, y, p) / length_penalty(len(y), 0.6) - 1e-12
@@ -84,8 +83,7 @@ def test_large_beam_equals_exhaustive_search():
     assert len(outputs) == 40
     winners = set()
     for alpha in (0.0, 0.6, 2.0):
-        tokens, scores = beam_search(src, p, BOS, EOS, beam_size=64, alpha=alpha,
-                                     max_len=4)
+        tokens, scores = beam_search(src, p, 4, BOS, EOS, beam_size=64, alpha=alpha)
         for x, row, s in zip(src, tokens, scores):
             score = {y: log_prob(x, list(y), p) / length_penalty(len(y), alpha)
                      for y in outputs}
@@ -98,7 +96,7 @@ def test_large_beam_equals_exhaustive_search():
 
 def test_scores_are_teacher_forced_log_probability_over_lp():
     p, src = model(5)
-    tokens, scores = beam_search(src, p, BOS, EOS, beam_size=4, alpha=0.6, max_len=10)
+    tokens, scores = beam_search(src, p, 10, BOS, EOS, beam_size=4, alpha=0.6)
     assert tokens.shape[0] == 6 and tokens[:, 0].tolist() == [BOS] * 6
     for x, row, s in zip(src, tokens, scores):
         y = generated(row)
@@ -109,26 +107,26 @@ def test_padded_batch_equals_each_source_alone():
     p, src = model(6)
     lengths = [4, 2, 3, 4, 1, 2]
     padded = np.where(np.arange(4) < np.array(lengths)[:, None], src, 0)
-    tokens, scores = beam_search(padded, p, BOS, EOS, max_len=8,
+    tokens, scores = beam_search(padded, p, 8, BOS, EOS,
                                  src_mask=mt.padding_mask(lengths, 4))
     for x, n, row, s in zip(src, lengths, tokens, scores):
-        alone, score = beam_search(x[:n], p, BOS, EOS, max_len=8)
+        alone, score = beam_search(x[:n], p, 8, BOS, EOS)
         assert generated(row) == generated(alone) and abs(s - score) < 1e-12
 
 
 def test_default_max_len_is_n_src_plus_50():
     p, src = model(7)
-    a = beam_search(src, p, BOS, EOS)
-    b = beam_search(src, p, BOS, EOS, max_len=4 + 50)
+    a = beam_search(src, p, None, BOS, EOS)
+    b = beam_search(src, p, 4 + 50, BOS, EOS)
     np.testing.assert_array_equal(a[0], b[0])
     assert a[0].shape[1] <= 54
 
 
 def test_torch_tensors_give_numpy_answer():
     p, src = model(8)
-    tokens, scores = beam_search(src, p, BOS, EOS, max_len=9)
+    tokens, scores = beam_search(src, p, 9, BOS, EOS)
     t_tokens, t_scores = beam_search(torch.as_tensor(src), p.map(torch.as_tensor),
-                                     BOS, EOS, max_len=9)
+                                     9, BOS, EOS)
     np.testing.assert_array_equal(t_tokens.numpy(), tokens)
     assert np.max(np.abs(t_scores.numpy() - scores)) < 1e-12
 
@@ -140,5 +138,6 @@ def test_torch_tensors_give_numpy_answer():
 ])
 def test_refused(kw, match):
     p, src = model(0)
+    kw = dict(max_len=None) | kw
     with pytest.raises(ValueError, match=match):
-        beam_search(src, p, BOS, EOS, **kw)
+        beam_search(src, p, bos=BOS, eos=EOS, **kw)

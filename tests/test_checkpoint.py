@@ -108,3 +108,58 @@ def test_average_params_refuses_other_layouts():
         mt.average_params([params(0), params(1, n_layers=1)])
     with pytest.raises(ValueError, match="at least one"):
         mt.average_params([])
+
+
+def test_pre_ln_checkpoint_runs_pre_ln(tmp_path):
+    """norm_first is stored: a pre-LN model saved and loaded computes what the pre-LN
+    model computes, not what the same weights compute post-LN."""
+    p = dataclasses.replace(params(), norm_first=True)
+    p.save(tmp_path / "pre.npz")
+    q = mt.TransformerParams.load(tmp_path / "pre.npz")
+    assert q.norm_first is True
+    src, tgt = np.array([[3, 4, 5]]), np.array([[1, 6]])
+    pre = mt.transformer(src, tgt, p, norm_first=True)
+    post = mt.transformer(src, tgt, p, norm_first=False)
+    assert np.max(np.abs(pre - post)) > 1e-3
+    np.testing.assert_array_equal(mt.transformer(src, tgt, q), pre)
+    np.testing.assert_array_equal(mt.greedy_decode(src, q, 5, 1, 2),
+                                  mt.greedy_decode(src, p, 5, 1, 2, norm_first=True))
+
+
+def test_load_draws_no_weights(tmp_path, monkeypatch):
+    params().save(tmp_path / "m.npz")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("load drew random weights")
+
+    for cls in (mt.TransformerParams, mt.EncoderLayerParams, mt.DecoderLayerParams,
+                mt.MultiHeadParams, mt.FeedForwardParams):
+        monkeypatch.setattr(cls, "random", refuse)
+    monkeypatch.setattr(np.random, "default_rng", refuse)
+    q = mt.TransformerParams.load(tmp_path / "m.npz")
+    assert q.vocab_size == 11 and len(q.encoder_layers) == 2
+
+
+def test_version_1_file_loads_post_ln():
+    """The committed translator was written before norm_first was stored (version 1):
+    it loads as the post-LN model it was trained as."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "book" / "data" / "numbers_en_de.npz"
+    with np.load(path) as f:
+        assert '"version": 1' in str(f["__header__"])
+    q = mt.TransformerParams.load(path)
+    assert q.norm_first is False and q.eps == 1e-5 and len(q.decoder_layers) == 2
+
+
+def test_named_leaves_and_from_named_are_inverse():
+    from mini_transformer.tree import from_named, named_leaves, named_settings
+
+    p = dataclasses.replace(params(), norm_first=True, eps=1e-6)
+    names = named_leaves(p)
+    assert list(names)[:3] == ["embedding", "encoder_layers.0.attn.W_Q",
+                               "encoder_layers.0.attn.W_K"]
+    assert named_settings(p)["norm_first"] is True
+    q = from_named(mt.TransformerParams, names | named_settings(p))
+    assert q.norm_first is True and q.eps == 1e-6 and q.encoder_norm_gamma is None
+    assert all(a is b for a, b in zip(tree_leaves(p), tree_leaves(q)))

@@ -234,3 +234,20 @@ def test_cache_two_positions_at_a_time_with_a_mask(rng):
     shifted = np.tril(np.ones((2, 4), bool), k=2)  # new queries 2, 3 over keys 0..3
     second = decoder_layer(y[2:], memory, p, shifted, cache=cache)
     assert max_abs(np.concatenate([first, second]), full) < 1e-12
+
+
+def test_cache_reorder_follows_the_rows(rng):
+    """After ``reorder(rows)`` the cache holds what decoding the rows in that order
+    would have cached: the next step on the reordered rows equals the whole causal
+    decoder on the reordered batch (a beam's hypotheses moving between rows)."""
+    layers = [DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16) for _ in range(2)]
+    y, memory = rng.normal(size=(3, 4, 8)), rng.normal(size=(3, 5, 8))
+    rows = np.array([2, 0, 0])
+    caches = [KVCache() for _ in layers]
+    for t in range(3):
+        decoder(y[:, t:t + 1], memory, layers, None, None, caches=caches)
+    for cache in caches:
+        cache.reorder(rows)
+    step = decoder(y[rows, 3:4], memory[rows], layers, None, None, caches=caches)
+    full = decoder(y[rows], memory[rows], layers, causal_mask(4))
+    assert max_abs(step[:, 0], full[:, 3]) < 1e-12

@@ -1,6 +1,7 @@
 """The translation chapter's trained model, as committed in book/data: it loads
 with ``TransformerParams.load`` / ``BPE.load`` and translates held-out numbers
-(n % 97 == 0, never trained on) through ``mt.translate``; the two commands run."""
+(n % 97 == 0, never trained on) through ``mt.translate``; the two commands of
+``python -m mini_transformer.number_words`` run."""
 
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from pathlib import Path
 import numpy as np
 
 import mini_transformer as mt
-from mini_transformer import numbers
+from mini_transformer import number_words as experiment
+from mini_transformer.number_words import Settings
+from mini_transformer.number_words.cli import main
 from mini_transformer.tasks import number_words, split_numbers
 
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 
 
 def test_committed_model_translates_held_out_numbers():
-    params = mt.TransformerParams.load(DATA / numbers.MODEL)
-    bpe = mt.BPE.load(DATA / numbers.BPE_FILE)
+    params = mt.TransformerParams.load(DATA / experiment.MODEL)
+    bpe = mt.BPE.load(DATA / experiment.BPE_FILE)
     _, held = split_numbers()
     sample = np.concatenate([held[:12], held[12::250]])   # every length, 54 numbers
     assert {len(str(n)) for n in sample} == {1, 2, 3, 4, 5, 6}
@@ -32,9 +35,9 @@ def test_committed_model_translates_held_out_numbers():
 
 
 def test_committed_files_and_log():
-    record = json.loads((DATA / numbers.LOG).read_text())
-    files = [numbers.MODEL, numbers.BPE_FILE, numbers.LAST, numbers.LOG,
-             *(numbers.EARLY.format(step=k) for k in record["settings"]["keep_steps"])]
+    record = json.loads((DATA / experiment.LOG).read_text())
+    files = [experiment.MODEL, experiment.BPE_FILE, experiment.LAST, experiment.LOG,
+             *(experiment.EARLY.format(step=k) for k in record["settings"]["keep_steps"])]
     assert sum((DATA / f).stat().st_size for f in files) <= 5 * 10**6
     assert record["held_out_exact_match"]["beam4"] >= 0.99
     assert record["held_out_exact_match"]["greedy"] >= 0.99
@@ -46,7 +49,7 @@ def test_committed_files_and_log():
 
 
 def test_translate_command(capsys):
-    assert numbers.main(["translate", "three hundred and forty-two", "seven"]) == 0
+    assert main(["translate", "three hundred and forty-two", "seven"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "three hundred and forty-two -> dreihundertzweiundvierzig",
         "seven -> sieben"]
@@ -57,25 +60,26 @@ def test_train_command_runs(tmp_path):
     small = dict(eval_every=1, n_eval=4, n_chunk=300, max_tokens=400, d_model=16,
                  n_heads=2, n_layers=1, n_bpe=200, vocab_size=200)
     statuses = []
-    params, bpe, record = numbers.train(
-        steps=2, n_final=3, out_dir=tmp_path, average_every=1, average_last=2,
-        keep_steps=(1,), log=lines.append, progress=statuses.append, **small)
+    params, bpe, record = experiment.train(
+        Settings(steps=2, n_final=3, average_every=1, average_last=2, keep_steps=(1,),
+                 **small), out_dir=tmp_path, log=lines.append,
+        progress=statuses.append)
     assert [s[:12] for s in statuses] == ["step     1/2", "step     2/2"]
     assert statuses[-1].startswith(f"step     2/2  loss {record['losses'][-1]:.4f}")
     assert [row["step"] for row in record["log"]] == [1, 2]
     assert record["machine"]["cpus"] >= 1 and record["machine"]["numpy"] == np.__version__
     assert any(line.startswith("step     2  loss") for line in lines)
-    again = mt.TransformerParams.load(tmp_path / numbers.MODEL)
+    again = mt.TransformerParams.load(tmp_path / experiment.MODEL)
     assert np.array_equal(again.embedding, params.embedding)
-    assert mt.BPE.load(tmp_path / numbers.BPE_FILE).vocab == bpe.vocab
+    assert mt.BPE.load(tmp_path / experiment.BPE_FILE).vocab == bpe.vocab
     # a one-step run repeats the first step; the model written is the average of
     # the weights after steps 1 and 2, and the weights after step 1 are kept
-    one, _, record1 = numbers.train(steps=1, n_final=0, out_dir=None, average_last=0,
-                                    log=lines.append, **small)
+    one, _, record1 = experiment.train(Settings(steps=1, n_final=0, average_last=0,
+                                             **small), out_dir=None, log=lines.append)
     assert record1["losses"] == record["losses"][:1]
-    step1 = mt.TransformerParams.load(tmp_path / numbers.EARLY.format(step=1))
+    step1 = mt.TransformerParams.load(tmp_path / experiment.EARLY.format(step=1))
     assert np.array_equal(step1.embedding, one.embedding)
-    last = mt.TransformerParams.load(tmp_path / numbers.LAST)
+    last = mt.TransformerParams.load(tmp_path / experiment.LAST)
     assert not np.allclose(last.embedding, one.embedding)
     np.testing.assert_allclose(params.embedding, (one.embedding + last.embedding) / 2,
                                rtol=1e-6, atol=1e-7)
@@ -87,10 +91,10 @@ def test_train_on_torch_repeats_the_numpy_run():
     weights, so their float64 losses agree to rounding."""
     small = dict(steps=3, eval_every=3, n_eval=2, n_chunk=200, max_tokens=300,
                  d_model=16, n_heads=2, n_layers=1, n_bpe=200, vocab_size=200,
-                 p_drop=0.0, dtype="float64", n_final=0, out_dir=None,
-                 log=lambda s: None)
-    _, _, on_numpy = numbers.train(**small)
-    params, _, on_torch = numbers.train(device="cpu", **small)
+                 p_drop=0.0, dtype="float64", n_final=0)
+    quiet = dict(out_dir=None, log=lambda s: None)
+    _, _, on_numpy = experiment.train(Settings(**small), **quiet)
+    params, _, on_torch = experiment.train(Settings(device="cpu", **small), **quiet)
     np.testing.assert_allclose(on_torch["losses"], on_numpy["losses"], rtol=1e-9)
     assert on_torch["settings"]["device"] == "cpu"
     assert isinstance(params.embedding, np.ndarray)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from helpers import TOL32, TOL64, max_abs, t64
-from mini_transformer import log_sum_exp, softmax
+from mini_transformer import log_softmax, log_sum_exp, softmax
 
 INF = math.inf
 NAN = math.nan
@@ -165,3 +165,13 @@ def test_torch_gradient_matches_torch_softmax(rng):
     (softmax(a) * w).sum().backward()
     (torch.softmax(b, dim=-1) * w).sum().backward()
     assert max_abs(a.grad, b.grad) < TOL64
+
+
+def test_log_softmax_against_torch(rng):
+    x = rng.normal(size=(3, 5, 7)) * 30
+    for axis in (-1, 1):
+        expected = torch.log_softmax(torch.as_tensor(x), dim=axis).numpy()
+        assert max_abs(log_softmax(x, axis=axis), expected) < 1e-12
+    # a score of -inf has log-probability -inf; the others stay finite
+    out = log_softmax(np.array([0.0, -np.inf, 1.0]))
+    assert out[1] == -np.inf and np.isfinite(out[[0, 2]]).all()

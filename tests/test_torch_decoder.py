@@ -4,6 +4,8 @@ Oracles: torch.nn.TransformerDecoderLayer and torch.nn.Transformer (weights copi
 by ``from_torch``), and for ``fused=True`` the readable path.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -45,7 +47,7 @@ def torch_transformer(norm_first, dtype=torch.float64, seed=0):
 def test_decoder_layer_module_matches_torch(norm_first, fused, dtype, tol, rng):
     layer = torch_decoder_layer(norm_first, dtype=dtype)
     ours = DecoderLayer.from_torch(layer, fused=fused)
-    assert ours.norm_first == norm_first and ours.W_1.dtype == dtype
+    assert ours.norm_first == norm_first and ours.ffn.W_1.dtype == dtype
     assert sum(p.numel() for p in ours.parameters()) == sum(
         p.numel() for p in layer.parameters())
     y = torch.tensor(rng.normal(size=(3, 4, 8)), dtype=dtype)
@@ -78,7 +80,7 @@ def test_decoder_stack(rng):
         ref = layer.params.map(lambda a: a.detach().numpy()).to_torch(norm_first=True)
         expected = ref(expected, memory, tgt_mask=torch.as_tensor(~causal_mask(5)))
     assert max_abs(dec(y, memory, causal_mask(5)), expected) < TOL64
-    assert not torch.equal(dec.layers[0].W_1, dec.layers[1].W_1)
+    assert not torch.equal(dec.layers[0].ffn.W_1, dec.layers[1].ffn.W_1)
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
@@ -134,3 +136,27 @@ def test_modules_run_on_the_meta_device():
     model = Transformer(11, 8, 2, n_layers=1, device="meta")
     out = model.encoder_decoder(memory, y, None, causal_mask(3), padding_mask([5, 2], 5))
     assert out.device.type == "meta" and out.shape == (2, 3, 8)
+
+
+def test_state_dict_keys_are_the_checkpoint_names(tmp_path, rng):
+    """A checkpoint's arrays load into a module with ``load_state_dict`` (and the
+    module's state_dict is a checkpoint's arrays): the module then computes what the
+    functions compute on the checkpoint."""
+    from mini_transformer.tree import named_leaves
+
+    p = dataclasses.replace(TransformerParams.random(rng, vocab_size=13, d_model=8,
+                                                     n_heads=2, d_ff=16, n_layers=2),
+                            norm_first=True)
+    p.save(tmp_path / "m.npz")
+    with np.load(tmp_path / "m.npz") as f:
+        arrays = {k: torch.as_tensor(f[k]) for k in f.files if k != "__header__"}
+    m = Transformer(13, 8, 2, 16, n_layers=2, seed=9, dtype=torch.float64,
+                    norm_first=True)
+    assert sorted(m.state_dict()) == sorted(named_leaves(p)) == sorted(arrays)
+    m.load_state_dict(arrays)
+    tokens = torch.as_tensor(rng.integers(0, 13, size=(2, 4)))
+    q = TransformerParams.load(tmp_path / "m.npz")
+    assert max_abs(m(tokens, tokens), transformer(tokens.numpy(), tokens.numpy(),
+                                                  q)) < 1e-12
+    back = {k: v.numpy() for k, v in m.state_dict().items()}
+    assert all(np.array_equal(back[k], a) for k, a in named_leaves(q).items())

@@ -109,7 +109,7 @@ def test_multihead_module_constructor():
 def test_encoder_layer_module_matches_torch(norm_first, fused, dtype, tol, rng):
     layer = torch_layer(norm_first, dtype=dtype)
     ours = EncoderLayer.from_torch(layer, fused=fused)
-    assert ours.norm_first == norm_first and ours.W_1.dtype == dtype
+    assert ours.norm_first == norm_first and ours.ffn.W_1.dtype == dtype
     x = torch.tensor(rng.normal(size=(3, 4, 8)), dtype=dtype)
     pad = padding_mask([4, 1, 3], 4)
     expected = layer(x, src_key_padding_mask=torch.as_tensor(~pad[:, 0]))
@@ -142,7 +142,7 @@ def test_encoder_stack(rng):
         expected = ref(expected, src_key_padding_mask=torch.as_tensor(~pad[:, 0]))
     assert max_abs(enc(x, pad), expected) < TOL64
     # layers get different seeds
-    assert not torch.equal(enc.layers[0].W_1, enc.layers[1].W_1)
+    assert not torch.equal(enc.layers[0].ffn.W_1, enc.layers[1].ffn.W_1)
 
 
 # --- devices (the meta-device run is in test_backends.py) ----------------------

@@ -27,7 +27,7 @@ def test_characters_against_subwords_runs():
     import translation
 
     import mini_transformer as mt
-    from mini_transformer.numbers import training_numbers
+    from mini_transformer.number_words import training_numbers
     from mini_transformer.tasks import number_words
 
     pool = number_words(training_numbers(np.random.default_rng(0), 200))

@@ -11,20 +11,21 @@ the transpose"), never the solution. In a notebook::
 
 While the answer is still ``...`` (or ``None``) the checker says so and nothing fails.
 This module holds what the chapters' checkers share: comparing a number, an array or a
-function with the expected one, and recognising mistakes given as wrong answers.
+function with the expected one, recognising mistakes given as wrong answers, and answers
+in several parts (``check_parts`` for a dict, ``check_each`` for a list of ``Part``s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of a check: ``ok`` (None while unanswered), a message, the mistake's key."""
+    """The outcome of a check: ``ok`` (None while unanswered), a message, a mistake."""
 
     ok: bool | None
     message: str
@@ -93,7 +94,7 @@ def check_value(
     atol: float = 1e-9,
     praise: str = "",
 ) -> Verdict:
-    """Compare a number or an array with ``expected``; name a listed mistake if it is one.
+    """Compare a number or an array with ``expected``; name a listed mistake if any.
 
     Without a listed mistake, a wrong shape, a transposed matrix, NaN or infinity, and a
     wrong value are told apart (the message never shows the expected entries).
@@ -102,7 +103,8 @@ def check_value(
         return UNANSWERED
     a = _as_array(answer)
     if a is None:
-        return wrong(f"{what} should be a number or an array, got {type(answer).__name__}.")
+        kind = type(answer).__name__
+        return wrong(f"{what} should be a number or an array, got {kind}.")
     e = np.asarray(expected, dtype=float)
     if _close(a, e, rtol, atol):
         return right(praise)
@@ -113,17 +115,17 @@ def check_value(
         return wrong(f"{what} holds NaN or infinity.", "not-finite")
     if a.shape != e.shape:
         if e.ndim == 2 and a.shape == e.T.shape and _close(a, e.T, rtol, atol):
-            return wrong("rows and columns swapped: you returned the transpose.", "transposed")
-        return wrong(f"{what} has shape {a.shape}; the answer's shape is {e.shape}.", "shape")
+            return wrong("rows and columns swapped: you returned the transpose.",
+                         "transposed")
+        return wrong(f"{what} has shape {a.shape}, which is not the answer's shape: "
+                     "check what each axis stands for.", "shape")
     if e.ndim == 2 and e.shape[0] == e.shape[1] and _close(a, e.T, rtol, atol):
-        return wrong("rows and columns swapped: you returned the transpose.", "transposed")
+        return wrong("rows and columns swapped: you returned the transpose.",
+                     "transposed")
     if e.ndim == 0:
         return wrong(f"{what} is off: {a.item():.6g} is not it.", "value")
-    err = float(np.max(np.abs(a - e)))
     n_bad = int(np.sum(~np.isclose(a, e, rtol=rtol, atol=atol)))
-    return wrong(
-        f"{n_bad} of {e.size} entries differ, by up to {err:.3g}.", "value"
-    )
+    return wrong(f"{n_bad} of {e.size} entries differ from the answer's.", "value")
 
 
 def check_function(
@@ -159,4 +161,99 @@ def check_function(
                               rtol=rtol, atol=atol)
         if not verdict.ok:
             return verdict
+    return right(praise)
+
+
+def check_parts(
+    answer,
+    expected: Mapping[str, object],
+    *,
+    mistakes: Mapping[str, Sequence[Mistake]] | None = None,
+    whole: Sequence[tuple[str, Callable[[dict], bool], str]] = (),
+    rtol: float | Mapping[str, float] = 1e-6,
+    atol: float | Mapping[str, float] = 1e-9,
+    fallback: Callable[[str, object], str] | None = None,
+    praise: str = "",
+) -> Verdict:
+    """Check an answer given as a dict, one value per key of ``expected``.
+
+    ``mistakes[key]`` are the likely mistakes in one part; ``whole`` holds
+    ``(key, predicate, message)`` for mistakes that involve several parts (tried first,
+    on the filled parts). ``rtol`` and ``atol`` may be given per key, as a dict.
+    ``fallback(key, value)`` words a wrong part (value or shape) that no mistake names.
+    Parts still ``...`` are left for later: the verdict is ``None`` until all are
+    filled.
+    """
+    if unanswered(answer):
+        return UNANSWERED
+    if not isinstance(answer, Mapping):
+        return wrong(f"give the dict of the answer cell (keys {', '.join(expected)}), "
+                     f"not a {type(answer).__name__}.", "not-a-dict")
+    missing = [k for k in expected if k not in answer]
+    if missing:
+        names = ", ".join(map(repr, missing))
+        return wrong(f"the answer has no {names}: keep the keys of the answer cell.",
+                     "keys")
+    todo = [k for k in expected if unanswered(answer[k])]
+    if len(todo) == len(expected):
+        return UNANSWERED
+    filled = {k: answer[k] for k in expected if k not in todo}
+    def tol(t, k):
+        return t[k] if isinstance(t, Mapping) else t
+
+    results = {k: check_value(v, expected[k], what=repr(k),
+                              mistakes=(mistakes or {}).get(k, ()),
+                              rtol=tol(rtol, k), atol=tol(atol, k))
+               for k, v in filled.items()}
+    if not all(v.ok for v in results.values()):
+        for key, predicate, message in whole:
+            try:
+                hit = predicate(filled)
+            except (KeyError, TypeError, ValueError):
+                hit = False
+            if hit:
+                return wrong(message, key)
+    for k, v in results.items():
+        if not v.ok:
+            text = v.message.removeprefix("Not yet: ")
+            if v.mistake in ("value", "shape") and fallback is not None:
+                text = fallback(k, filled[k])
+            return wrong(f"{k!r}: {text}", v.mistake)
+    if todo:
+        return Verdict(None, f"Right so far ({', '.join(map(repr, filled))}); still to "
+                             f"fill in: {', '.join(map(repr, todo))}.")
+    return right(praise)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One named part of an answer, what it should be, and its likely mistakes."""
+
+    what: str
+    answer: object
+    expected: object
+    mistakes: Sequence[Mistake] = ()
+    rtol: float = 1e-6
+    atol: float = 1e-9
+
+
+def check_each(*parts: Part, praise: str = "") -> Verdict:
+    """Check the parts in order and stop at the first wrong one.
+
+    Parts still ``...`` are left for later: right so far, but no verdict until all are
+    filled in. All of them ``...``: unanswered.
+    """
+    if all(unanswered(p.answer) for p in parts):
+        return UNANSWERED
+    for p in parts:
+        if unanswered(p.answer):
+            continue
+        verdict = check_value(p.answer, p.expected, what=p.what, mistakes=p.mistakes,
+                              rtol=p.rtol, atol=p.atol)
+        if not verdict.ok:
+            return verdict
+    missing = [p.what for p in parts if unanswered(p.answer)]
+    if missing:
+        return Verdict(None, f"Right so far. No answer yet for {', '.join(missing)}: "
+                             "replace the ... and run this cell again.")
     return right(praise)

@@ -1,0 +1,1035 @@
+// The translator page: the committed English-to-German number model, run in the
+// reader's browser. Plain JavaScript, no library, no network.
+// Part of the mini_transformer book, under the repository's licence.
+//
+// The page loads translator_data.js first (window.mtTranslatorData, written from
+// book/data by _ext/translator_data.py), then this file. Each function below is one
+// function of mini_transformer, in the same order of operations:
+//   embed                 E[token] * sqrt(d_model) + PE(pos)          transformer.embed
+//   layerNorm             gamma (x - mu) / sqrt(var + eps) + beta     layernorm
+//   attend                softmax((q / sqrt(d_k)) K^T) V, per head     attention
+//   encoderLayer          post-LN: LN(x + MultiHead(x)), LN(x + FFN(x)) encoder
+//   decoderStep           post-LN, one new position, key/value cache  decoder
+//   greedy, beamSearch    greedy_decode, beam_search (fairseq's rule) transformer, beam
+// Arithmetic is in float64 on the float32 weights; NumPy's float32 run differs by
+// rounding only (the browser test checks 1e-4).
+window.mtTranslator = (function () {
+  "use strict";
+  var D = window.mtTranslatorData;
+  if (!D) throw new Error("translator_data.js did not load before translator.js");
+  var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size, EOW = "</w>";
+
+  // --- the weights: float32, little-endian, base64 -> one Float32Array each ----
+  // (kept in float32, as stored: half the memory a step reads; arithmetic is float64)
+  var W = (function () {
+    var bin = atob(D.weights), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var all = new Float32Array(bytes.buffer), out = {};
+    D.tensors.forEach(function (t) {
+      var n = t.shape.reduce(function (a, b) { return a * b; }, 1);
+      out[t.name] = {shape: t.shape, data: all.slice(t.offset, t.offset + n)};
+    });
+    return out;
+  })();
+
+  function get(name) {
+    if (!W[name]) throw new Error("no array " + name + " in translator_data.js");
+    return W[name].data;
+  }
+
+  // A matrix is kept transposed, one row per output (see linear). W_Q (h, d_model,
+  // d_k) becomes one (h d_k, d_model) matrix: row h d_k + j is W_Q[h][:, j], so x W
+  // is every head's projection side by side.
+  function heads(a) {
+    var out = new Float32Array(d * H * dk);
+    for (var h = 0; h < H; h++)
+      for (var i = 0; i < d; i++)
+        for (var j = 0; j < dk; j++)
+          out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
+    return out;
+  }
+
+  function transposed(a, nIn, nOut) {
+    var out = new Float32Array(nIn * nOut);
+    for (var i = 0; i < nIn; i++)
+      for (var j = 0; j < nOut; j++) out[j * nIn + i] = a[i * nOut + j];
+    return out;
+  }
+
+  function mha(prefix) {
+    return {WQ: heads(get(prefix + ".W_Q")), WK: heads(get(prefix + ".W_K")),
+            WV: heads(get(prefix + ".W_V")), WO: transposed(get(prefix + ".W_O"), d, d),
+            bQ: get(prefix + ".b_Q"), bK: get(prefix + ".b_K"),
+            bV: get(prefix + ".b_V"),
+            bO: get(prefix + ".b_O")};
+  }
+
+  function ffn(prefix) {
+    return {W1: transposed(get(prefix + ".W_1"), d, D.d_ff), b1: get(prefix + ".b_1"),
+            W2: transposed(get(prefix + ".W_2"), D.d_ff, d), b2: get(prefix + ".b_2"),
+            dff: D.d_ff};
+  }
+
+  function norms(prefix, n) {
+    var out = [];
+    for (var i = 1; i <= n; i++)
+      out.push({g: get(prefix + ".norm" + i + "_gamma"),
+                b: get(prefix + ".norm" + i + "_beta")});
+    return out;
+  }
+
+  var E = get("embedding");
+  var enc = [], dec = [];
+  for (var l = 0; l < D.n_encoder_layers; l++) {
+    var p = "encoder_layers." + l;
+    enc.push({attn: mha(p + ".attn"), ffn: ffn(p + ".ffn"), norm: norms(p, 2)});
+  }
+  for (l = 0; l < D.n_decoder_layers; l++) {
+    p = "decoder_layers." + l;
+    dec.push({self: mha(p + ".self_attn"), cross: mha(p + ".cross_attn"),
+              ffn: ffn(p + ".ffn"), norm: norms(p, 3)});
+  }
+  var finalNorm = W["decoder_norm_gamma"] ?
+    {g: get("decoder_norm_gamma"), b: get("decoder_norm_beta")} : null;
+  var encNorm = W["encoder_norm_gamma"] ?
+    {g: get("encoder_norm_gamma"), b: get("encoder_norm_beta")} : null;
+
+  // --- the equations ----------------------------------------------------------
+
+  // y = x W + b, x (n_in), W (n_in, n_out) given transposed: Wt (n_out, n_in), so
+  // that each y_j is one dot product (the fastest loop in JavaScript).
+  function linear(x, Wt, b, nOut) {
+    var nIn = x.length, y = new Float64Array(nOut);
+    for (var j = 0; j < nOut; j++) {
+      var s = 0, row = j * nIn;
+      for (var i = 0; i < nIn; i++) s += x[i] * Wt[row + i];
+      y[j] = s + b[j];
+    }
+    return y;
+  }
+
+  function add(a, b) {
+    var y = new Float64Array(a.length);
+    for (var i = 0; i < a.length; i++) y[i] = a[i] + b[i];
+    return y;
+  }
+
+  // LayerNorm(x) = gamma (x - mu) / sqrt(var + eps) + beta, the biased variance.
+  function layerNorm(x, n) {
+    var mu = 0, v = 0, i, y = new Float64Array(x.length);
+    for (i = 0; i < x.length; i++) mu += x[i];
+    mu /= x.length;
+    for (i = 0; i < x.length; i++) v += (x[i] - mu) * (x[i] - mu);
+    var s = Math.sqrt(v / x.length + D.eps);
+    for (i = 0; i < x.length; i++) y[i] = n.g[i] * (x[i] - mu) / s + n.b[i];
+    return y;
+  }
+
+  // FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.
+  function feedForward(x, f) {
+    var hidden = linear(x, f.W1, f.b1, f.dff);
+    for (var i = 0; i < hidden.length; i++) if (hidden[i] < 0) hidden[i] = 0;
+    return linear(hidden, f.W2, f.b2, d);
+  }
+
+  // PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same), cast
+  // to float32 as positional_encoding(..., dtype) is.
+  var peCache = [];
+  function positional(pos) {
+    if (!peCache[pos]) {
+      var pe = new Float64Array(d);
+      for (var i = 0; i < d; i++) {
+        var angle = pos / Math.pow(10000, (Math.floor(i / 2) * 2) / d);
+        pe[i] = Math.fround(i % 2 === 0 ? Math.sin(angle) : Math.cos(angle));
+      }
+      peCache[pos] = pe;
+    }
+    return peCache[pos];
+  }
+
+  // Embed(token) = E[token] sqrt(d_model) + PE(pos).
+  function embed(token, pos) {
+    var x = new Float64Array(d), pe = positional(pos), scale = Math.sqrt(d);
+    for (var i = 0; i < d; i++) x[i] = E[token * d + i] * scale + pe[i];
+    return x;
+  }
+
+  // One query (h d_k) against keys and values (one h d_k vector per position):
+  // head h's output is softmax((q_h / sqrt(d_k)) K_h^T) V_h. Returns the heads side
+  // by side (h d_k) and the weights, one row per head.
+  function attend(q, keys, values) {
+    var n = keys.length, out = new Float64Array(H * dk), weights = [];
+    var scale = Math.sqrt(dk), qs = new Float64Array(q.length);
+    for (var i = 0; i < q.length; i++) qs[i] = q[i] / scale;      // q / sqrt(d_k) first
+    for (var h = 0; h < H; h++) {
+      var o = h * dk, s = new Float64Array(n), m = -Infinity, j, k;
+      for (j = 0; j < n; j++) {
+        var kj = keys[j], dot = 0;
+        for (k = 0; k < dk; k++) dot += qs[o + k] * kj[o + k];
+        s[j] = dot;
+        if (dot > m) m = dot;
+      }
+      var z = 0;
+      for (j = 0; j < n; j++) { s[j] = Math.exp(s[j] - m); z += s[j]; }
+      for (j = 0; j < n; j++) {
+        s[j] /= z;
+        var vj = values[j];
+        for (k = 0; k < dk; k++) out[o + k] += s[j] * vj[o + k];
+      }
+      weights.push(s);
+    }
+    return {out: out, weights: weights};
+  }
+
+  // Post-LN encoder layer: X' = LN(X + MultiHead(X)), X'' = LN(X' + FFN(X')).
+  function encoderLayer(X, L) {
+    var a = L.attn, hd = H * dk;
+    var Q = X.map(function (x) { return linear(x, a.WQ, a.bQ, hd); });
+    var K = X.map(function (x) { return linear(x, a.WK, a.bK, hd); });
+    var Vs = X.map(function (x) { return linear(x, a.WV, a.bV, hd); });
+    var X1 = X.map(function (x, i) {
+      var heads = attend(Q[i], K, Vs).out;
+      return layerNorm(add(x, linear(heads, a.WO, a.bO, d)), L.norm[0]);
+    });
+    return X1.map(function (x) {
+      return layerNorm(add(x, feedForward(x, L.ffn)), L.norm[1]);
+    });
+  }
+
+  // memory = Encoder(Embed(src)): one vector per source position.
+  function encode(ids) {
+    var X = ids.map(function (t, i) { return embed(t, i); });
+    enc.forEach(function (L) { X = encoderLayer(X, L); });
+    return encNorm ? X.map(function (x) { return layerNorm(x, encNorm); }) : X;
+  }
+
+  // The cross-attention's keys and values of the memory, once per decoder layer.
+  function memoryKV(memory) {
+    return dec.map(function (L) {
+      var c = L.cross, hd = H * dk;
+      return {keys: memory.map(function (m) { return linear(m, c.WK, c.bK, hd); }),
+              values: memory.map(function (m) { return linear(m, c.WV, c.bV, hd); })};
+    });
+  }
+
+  // The decoder on the newest position only. cache: per layer {keys, values}, the
+  // earlier positions' self-attention keys and values (never changed: a step
+  // returns new lists, so hypotheses of a beam may share their past).
+  // Post-LN: Y1 = LN(Y + SelfAttn(Y)), Y2 = LN(Y1 + CrossAttn(Y1, mem)),
+  // Y3 = LN(Y2 + FFN(Y2)). Returns the next token's logits h E^T, the new cache and
+  // the cross-attention weights (per layer, per head, over the source).
+  function decoderStep(token, pos, cache, memKV) {
+    var y = embed(token, pos), next = [], cross = [], hd = H * dk;
+    dec.forEach(function (L, i) {
+      var s = L.self, c = L.cross;
+      var keys = cache[i].keys.concat([linear(y, s.WK, s.bK, hd)]);
+      var values = cache[i].values.concat([linear(y, s.WV, s.bV, hd)]);
+      next.push({keys: keys, values: values});
+      var a = attend(linear(y, s.WQ, s.bQ, hd), keys, values);
+      var y1 = layerNorm(add(y, linear(a.out, s.WO, s.bO, d)), L.norm[0]);
+      var b = attend(linear(y1, c.WQ, c.bQ, hd), memKV[i].keys, memKV[i].values);
+      cross.push(b.weights);
+      var y2 = layerNorm(add(y1, linear(b.out, c.WO, c.bO, d)), L.norm[1]);
+      y = layerNorm(add(y2, feedForward(y2, L.ffn)), L.norm[2]);
+    });
+    if (finalNorm) y = layerNorm(y, finalNorm);
+    var logits = new Float64Array(V);
+    for (var v = 0; v < V; v++) {
+      var z = 0, row = v * d;
+      for (var k = 0; k < d; k++) z += y[k] * E[row + k];
+      logits[v] = z;
+    }
+    return {logits: logits, cache: next, cross: cross};
+  }
+
+  function emptyCache() {
+    return dec.map(function () { return {keys: [], values: []}; });
+  }
+
+  // log softmax(logits) = logits - logsumexp(logits).
+  function logSoftmax(logits) {
+    var m = -Infinity, i, z = 0, out = new Float64Array(logits.length);
+    for (i = 0; i < logits.length; i++) if (logits[i] > m) m = logits[i];
+    for (i = 0; i < logits.length; i++) z += Math.exp(logits[i] - m);
+    var lse = m + Math.log(z);
+    for (i = 0; i < logits.length; i++) out[i] = logits[i] - lse;
+    return out;
+  }
+
+  // lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016), |Y| counting EOS, not BOS.
+  function lengthPenalty(n, alpha) { return Math.pow((5 + n) / 6, alpha); }
+
+  // Greedy decoding: the most likely next token until EOS or max_len tokens
+  // (BOS included), as greedy_decode.
+  function greedy(src, maxLen) {
+    var mem = memoryKV(encode(src)), cache = emptyCache(), tokens = [D.bos_id];
+    var logP = 0, cross = [], logits = [];
+    for (var t = 0; t < maxLen - 1; t++) {
+      var step = decoderStep(tokens[t], t, cache, mem);
+      cache = step.cache;
+      var best = 0;
+      for (var v = 1; v < V; v++) if (step.logits[v] > step.logits[best]) best = v;
+      logP += logSoftmax(step.logits)[best];
+      logits.push(step.logits);
+      cross.push(step.cross);
+      tokens.push(best);
+      if (best === D.eos_id) break;
+    }
+    return {tokens: tokens, logP: logP, cross: cross, logits: logits};
+  }
+
+  // Beam search as mini_transformer.beam_search, for one source, with a record of
+  // every step. Each step extends every live hypothesis by every token; of the
+  // 2K most probable extensions (by log P, ties to the earlier row and token), an
+  // EOS among the first K finishes its hypothesis, with score log P / lp(|Y|), and
+  // the first K that are not EOS stay live. The search stops at max_len tokens
+  // (live hypotheses then finish without EOS), or when the best finished score is
+  // at least the best live log P / lp(max_len - 1): no live one can still win.
+  function beamSearch(src, K, alpha, maxLen) {
+    var mem = memoryKV(encode(src)), steps = [];
+    var live = [{tokens: [D.bos_id], logP: 0, cache: emptyCache(), cross: []}];
+    var best = null, lpMax = lengthPenalty(maxLen - 1, alpha), stop = null;
+    if (maxLen === 1) best = {tokens: [D.bos_id], logP: 0, score: 0, cross: []};
+    for (var t = 0; t < maxLen - 1 && !stop; t++) {
+      var n = t + 1, top = [];                          // the 2K best, sorted
+      var outs = live.map(function (hyp) {
+        return decoderStep(hyp.tokens[t], t, hyp.cache, mem);
+      });
+      live.forEach(function (hyp, r) {
+        var lp = logSoftmax(outs[r].logits);
+        for (var v = 0; v < V; v++) {
+          var c = hyp.logP + lp[v];
+          if (top.length === 2 * K && !(c > top[top.length - 1].logP)) continue;
+          var i = top.length;
+          while (i > 0 && c > top[i - 1].logP) i--;       // after equal ones: stable
+          top.splice(i, 0, {row: r, token: v, logP: c});
+          if (top.length > 2 * K) top.pop();
+        }
+      });
+      var finished = [], next = [];
+      top.forEach(function (c, i) {
+        c.eos = c.token === D.eos_id;
+        if (c.eos && i < K) {
+          c.score = c.logP / lengthPenalty(n, alpha);
+          finished.push(c);
+        } else if (!c.eos && next.length < K) {
+          next.push(c);
+          c.live = true;
+        }
+      });
+      var record = {t: t, n: n, live: live.map(function (h) {
+        return {tokens: h.tokens.slice(), logP: h.logP}; }), candidates: top,
+        finished: [], bestChanged: false};
+      function consider(list, withToken) {
+        var pick = null;
+        list.forEach(function (c) {
+          if (pick === null || c.score > pick.score) pick = c;
+        });
+        if (pick !== null && (best === null || pick.score > best.score)) {
+          var parent = live[pick.row];
+          best = {tokens: withToken ? parent.tokens.concat([pick.token]) : pick.tokens,
+                  logP: pick.logP, score: pick.score,
+                  cross: withToken ? parent.cross.concat([outs[pick.row].cross])
+                                   : pick.cross};
+          record.bestChanged = true;
+        }
+      }
+      consider(finished, true);
+      record.finished = finished.map(function (c) {
+        return {tokens: live[c.row].tokens.concat([c.token]), logP: c.logP,
+                score: c.score};
+      });
+      live = next.map(function (c) {
+        var parent = live[c.row];
+        return {tokens: parent.tokens.concat([c.token]), logP: c.logP,
+                cache: outs[c.row].cache,
+                cross: parent.cross.concat([outs[c.row].cross])};
+      });
+      if (t === maxLen - 2) {
+        var ends = live.map(function (h) {
+          return {tokens: h.tokens, logP: h.logP, cross: h.cross,
+                  score: h.logP / lengthPenalty(n, alpha)};
+        });
+        consider(ends, false);
+        record.finished = record.finished.concat(ends.map(function (h) {
+          return {tokens: h.tokens, logP: h.logP, score: h.score, noEos: true}; }));
+        stop = "out of room: " + maxLen + " tokens (BOS included) is the longest " +
+          "output allowed (source length + 50), so the live hypotheses finish " +
+          "without EOS";
+      } else {
+        var m = -Infinity;
+        live.forEach(function (h) { if (h.logP > m) m = h.logP; });
+        record.bound = m / lpMax;
+        if (best !== null && best.score >= record.bound) {
+          stop = "no live hypothesis can still win: the best finished score " +
+            fmt(best.score) + " \u2265 " + fmt(record.bound) +
+            ", the best live log P " +
+            "divided by lp(" + (maxLen - 1) + "), the most any of them could score";
+        }
+      }
+      record.best = best && {tokens: best.tokens, logP: best.logP, score: best.score};
+      record.next = live.map(function (h) { return {tokens: h.tokens, logP: h.logP}; });
+      record.stop = stop;
+      steps.push(record);
+    }
+    return {tokens: best.tokens, logP: best.logP, score: best.score, cross: best.cross,
+            steps: steps};
+  }
+
+  // --- BPE (mini_transformer.BPE) ----------------------------------------------
+
+  var ids = {}, rank = {}, alphabet = {};
+  D.vocab.forEach(function (s, i) { ids[s] = i; });
+  D.merges.forEach(function (m, i) { rank[m[0] + "\u0000" + m[1]] = i; });
+  D.alphabet.forEach(function (s) { alphabet[s.replace(EOW, "")] = true; });
+
+  // A word's symbols: its characters, the last one marked with </w>; then the
+  // merges, the earliest learned first, each applied left to right.
+  function encodeWord(word) {
+    var chars = Array.from(word);
+    var symbols = chars.slice(0, -1).concat([chars[chars.length - 1] + EOW]);
+    while (symbols.length > 1) {
+      var bestRank = Infinity, pair = null;
+      for (var i = 0; i + 1 < symbols.length; i++) {
+        var r = rank[symbols[i] + "\u0000" + symbols[i + 1]];
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          pair = [symbols[i], symbols[i + 1]];
+        }
+      }
+      if (pair === null) break;
+      var out = [];
+      for (i = 0; i < symbols.length; i++) {
+        if (i + 1 < symbols.length && symbols[i] === pair[0] &&
+            symbols[i + 1] === pair[1]) {
+          out.push(pair[0] + pair[1]);
+          i++;
+        } else out.push(symbols[i]);
+      }
+      symbols = out;
+    }
+    return symbols;
+  }
+
+  function bpeEncode(text) {
+    var out = [];
+    text.split(" ").forEach(function (w) {
+      encodeWord(w).forEach(function (s) { out.push(ids[s]); });
+    });
+    return out;
+  }
+
+  // The text of token ids: symbols joined, each </w> a space, specials skipped.
+  function bpeDecode(tokenIds) {
+    var s = tokenIds.filter(function (i) { return i >= D.specials.length; })
+      .map(function (i) { return D.vocab[i]; }).join("").split(EOW).join(" ");
+    return s.endsWith(" ") ? s.slice(0, -1) : s;
+  }
+
+  // --- number words (num2words' spelling, checked by the browser test) --------
+
+  var ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+              "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+              "sixteen", "seventeen", "eighteen", "nineteen"];
+  var TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy",
+              "eighty", "ninety"];
+  function below100(n) {
+    if (n < 20) return ONES[n];
+    return TENS[Math.floor(n / 10)] + (n % 10 ? "-" + ONES[n % 10] : "");
+  }
+  function below1000(n) {
+    if (n < 100) return below100(n);
+    var r = n % 100;
+    return ONES[Math.floor(n / 100)] + " hundred" + (r ? " and " + below100(r) : "");
+  }
+  function english(n) {
+    var a = Math.floor(n / 1000), b = n % 1000;
+    if (a === 0) return below1000(b);
+    var head = below1000(a) + " thousand";
+    return b === 0 ? head : head + (b >= 100 ? ", " : " and ") + below1000(b);
+  }
+
+  var DE_ONES = ["null", "eins", "zwei", "drei", "vier", "f\u00fcnf", "sechs", "sieben",
+                 "acht", "neun", "zehn", "elf", "zw\u00f6lf", "dreizehn", "vierzehn",
+                 "f\u00fcnfzehn", "sechzehn", "siebzehn", "achtzehn", "neunzehn"];
+  var DE_TENS = ["", "", "zwanzig", "drei\u00dfig", "vierzig", "f\u00fcnfzig",
+                 "sechzig",
+                 "siebzig", "achtzig", "neunzig"];
+  function deBelow1000(n) {
+    var h = Math.floor(n / 100), r = n % 100, s = "";
+    if (h) s = (h === 1 ? "ein" : DE_ONES[h]) + "hundert";
+    if (r === 1) s += "eins";                // also before tausend: 101000
+    else if (r > 0 && r < 20) s += DE_ONES[r];
+    else if (r >= 20) {
+      var u = r % 10;
+      s += (u ? (u === 1 ? "ein" : DE_ONES[u]) + "und" : "") +
+        DE_TENS[Math.floor(r / 10)];
+    }
+    return s;
+  }
+  function german(n) {
+    if (n === 0) return "null";
+    var a = Math.floor(n / 1000), b = n % 1000;
+    return (a === 1 ? "eintausend" : a ? deBelow1000(a) + "tausend" : "") +
+      (b ? deBelow1000(b) : "");
+  }
+
+  // English number words -> n, or null if the text is not num2words' English of
+  // a number below a million.
+  function parseEnglish(text) {
+    var total = 0, current = 0, any = false, words = text.split(" ");
+    for (var i = 0; i < words.length; i++) {
+      var w = words[i].replace(/,$/, "");
+      if (w === "and") continue;
+      if (w === "hundred") { current *= 100; continue; }
+      if (w === "thousand") { total += current * 1000; current = 0; continue; }
+      var parts = w.split("-");
+      for (var j = 0; j < parts.length; j++) {
+        var v = ONES.indexOf(parts[j]);
+        if (v < 0) v = TENS.indexOf(parts[j]) * 10;
+        if (v < 0 || parts[j] === "") return null;
+        current += v;
+        any = true;
+      }
+    }
+    var n = total + current;
+    return any && n <= D.max_number && english(n) === text ? n : null;
+  }
+
+  // --- checking the input -------------------------------------------------------
+
+  var BEYOND =
+    /\b(millions?|billions?|trillions?|quadrillions?|milliards?|zillions?)\b/;
+  var MAX_CHARS = 300;
+
+  // {text, ids, n, note} for a text the model can take, or {error, kind}.
+  function check(raw) {
+    var text = String(raw === undefined || raw === null ? "" : raw);
+    if (text.length > MAX_CHARS)
+      return {kind: "too-long", error: "That is " + text.length + " characters; the " +
+              "longest number below a million has fewer than 80. The model's " +
+              "encoder has seen at most " + (D.longest_source.tokens) +
+              " source positions."};
+    text = text.toLowerCase().replace(/\s+/g, " ").trim();
+    if (text === "")
+      return {kind: "empty", error: "Type a number in English words, e.g. " +
+              "\u201cthree hundred and forty-two\u201d, or digits."};
+    var note = "";
+    if (/^[0-9][0-9,. ]*$/.test(text)) {
+      var digits = text.replace(/[,. ]/g, "");
+      if (digits.length > 6 && !/^0+[0-9]{1,6}$/.test(digits))
+        return {kind: "beyond", error: "The model translates the numbers from " +
+                "zero to 999,999 (German writes a million as two words, " +
+                "\u201ceine Million\u201d, which it never saw); " + text +
+                " is beyond."};
+      var n = Number(digits);
+      text = english(n);
+      note = "Read as \u201c" + text + "\u201d (num2words' English for " + n + ").";
+    }
+    var big = text.match(BEYOND);
+    if (big)
+      return {kind: "beyond", error: "\u201c" + big[1] + "\u201d: the model " +
+              "translates the numbers from zero to 999,999 only (German writes a " +
+              "million as two words, \u201ceine Million\u201d, which it never saw)."};
+    var bad = [];
+    Array.from(text.replace(/ /g, "")).forEach(function (c) {
+      if (!alphabet[c] && bad.indexOf(c) < 0) bad.push(c);
+    });
+    if (bad.length) return {kind: "alphabet", error: "Not in the BPE's alphabet: " +
+      bad.map(function (c) { return "\u201c" + c + "\u201d"; }).join(", ") +
+      ". The model knows only the characters of the training numbers: " +
+      Object.keys(alphabet).join(" ") + " and the space."};
+    var src = bpeEncode(text).concat([D.eos_id]);
+    if (src.length > D.longest_source.tokens)
+      return {kind: "positions", error: "This input is " + src.length +
+              " tokens long " +
+              "(EOS included), but the encoder has never seen more than " +
+              D.longest_source.tokens +
+              " positions: no number below a million is longer " +
+              "(the longest, " + D.longest_source.number.toLocaleString("en") +
+              ", has " +
+              D.longest_source.tokens + "). Its answer would mean nothing."};
+    var value = parseEnglish(text);
+    if (value === null && !note) note = "\u201c" + text + "\u201d is not a number as " +
+      "num2words writes it: the model was trained on such numbers only, so read its " +
+      "answer as a guess.";
+    return {text: text, ids: src, n: value, note: note};
+  }
+
+  function options(opts) {
+    opts = opts || {};
+    var greedyMode = opts.beamSize === null || opts.beamSize === "greedy" ||
+      opts.greedy;
+    var K = greedyMode ? null : (opts.beamSize === undefined ? 4 : opts.beamSize);
+    var alpha = opts.alpha === undefined ? 0.6 : opts.alpha;
+    if (K !== null && !(Number.isInteger(K) && K >= 1 && K <= 8))
+      throw new Error("beamSize must be an integer from 1 to 8 (or null for greedy), " +
+                      "got " + K);
+    if (!(typeof alpha === "number" && alpha >= 0 && alpha <= 2))
+      throw new Error("alpha must be a number from 0 to 2, got " + alpha);
+    return {K: K, alpha: alpha};
+  }
+
+  // The whole translation: {text, tokens, score, ...}; throws the page's message
+  // for an input the model cannot take.
+  function translate(raw, opts) {
+    var o = options(opts), c = check(raw);
+    if (c.error) throw new Error(c.error);
+    var maxLen = c.ids.length + 50, r;
+    if (o.K === null) {
+      r = greedy(c.ids, maxLen);
+      var n = r.tokens.length - 1;
+      r.score = r.logP / lengthPenalty(n, o.alpha);
+    } else r = beamSearch(c.ids, o.K, o.alpha, maxLen);
+    var out = r.tokens.slice(1);
+    var end = out.indexOf(D.eos_id);
+    var body = end < 0 ? out : out.slice(0, end);
+    return {text: bpeDecode(body), tokens: r.tokens.slice(1).map(function (i) {
+      return D.vocab[i]; }), ids: r.tokens, score: r.score, logP: r.logP,
+      source: c.text, sourceIds: c.ids, sourceTokens: c.ids.map(function (i) {
+        return D.vocab[i]; }), n: c.n, note: c.note, cross: r.cross, steps: r.steps};
+  }
+
+  function fmt(x) {
+    return x === -Infinity ? "\u2212\u221e" : x.toFixed(4).replace("-", "\u2212");
+  }
+
+  return {
+    data: D, check: check, translate: translate, encode: encode, embed: embed,
+    bpeEncode: bpeEncode, bpeDecode: bpeDecode, english: english, german: german,
+    parseEnglish: parseEnglish, lengthPenalty: lengthPenalty, fmt: fmt,
+    // the next token's logits after a prefix (BOS first), through the cache
+    logits: function (src, prefix) {
+      var mem = memoryKV(encode(src)), cache = emptyCache(), out = [];
+      prefix.forEach(function (tok, t) {
+        var s = decoderStep(tok, t, cache, mem);
+        cache = s.cache;
+        out.push(Array.from(s.logits));
+      });
+      return out;
+    }
+  };
+})();
+
+window.mtTranslate = function (text, opts) {
+  "use strict";
+  var r = window.mtTranslator.translate(text, opts);
+  return {text: r.text, tokens: r.tokens, score: r.score};
+};
+
+// --- the page -------------------------------------------------------------------
+// Controls are native inputs and buttons with labels (keyboard and screen reader);
+// the readout is an aria-live region; the beam's steps are also buttons, and the
+// arrow keys step while the step panel has focus.
+window.mtTranslator.mount = function (root) {
+  "use strict";
+  var T = window.mtTranslator, D = T.data, fmt = T.fmt;
+  var K_DEFAULT = 4, ALPHA_DEFAULT = 0.6;
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+  function sym(id) { return D.vocab[id]; }
+  function hyp(tokens) { return tokens.map(sym).join(" "); }
+  function chips(tokens, testid) {
+    var box = el("span", {"class": "mtt-chips", "data-testid": testid});
+    tokens.forEach(function (t) {
+      box.appendChild(el("span", {"class": "mtt-chip"}, t));
+    });
+    return box;
+  }
+
+  // Controls.
+  var form = el("form", {"class": "mtt-controls", "aria-label": "translator controls"});
+  var row1 = form.appendChild(el("div", {"class": "mtt-row"}));
+  var textLabel = row1.appendChild(el("label", {"for": "mtt-text"},
+                                      "English number (words or digits)"));
+  textLabel.className = "mtt-label";
+  var text = row1.appendChild(el("input", {id: "mtt-text", type: "text",
+    "class": "mtt-text",
+    "data-testid": "text", autocomplete: "off", spellcheck: "false",
+    "aria-describedby": "mtt-readout"}));
+  text.value = "three hundred and forty-two";
+  var go = row1.appendChild(el("button", {type: "submit", "data-testid": "translate"},
+                               "Translate"));
+  var row2 = form.appendChild(el("div", {"class": "mtt-row"}));
+  var pickLabel = row2.appendChild(el("label", {"class": "mtt-control"},
+                                      "or pick a number "));
+  var pick = pickLabel.appendChild(el("input", {type: "number", min: "0", max: "999999",
+    step: "1", "data-testid": "number", "class": "mtt-number"}));
+  var random = row2.appendChild(el("button", {type: "button", "data-testid": "random",
+    "aria-label": "a random held-out number (n divisible by 97, never trained on)"},
+    "random held-out number"));
+  var row3 = form.appendChild(el("div", {"class": "mtt-row"}));
+  function range(label, testid, min, max, step, value) {
+    var wrap = row3.appendChild(el("label", {"class": "mtt-control"}, label + " "));
+    var input = wrap.appendChild(el("input", {type: "range", min: min, max: max,
+                                              step: step, "data-testid": testid}));
+    input.value = String(value);
+    var out = wrap.appendChild(el("output", {"class": "mtt-value",
+                                             "data-testid": testid + "-value"},
+                                  String(value)));
+    return {input: input, out: out};
+  }
+  var beam = range("beam size", "beam", "1", "8", "1", K_DEFAULT);
+  var alpha = range("length penalty \u03b1", "alpha", "0", "2", "0.1", ALPHA_DEFAULT);
+  root.appendChild(form);
+  var readout = root.appendChild(el("div", {id: "mtt-readout", "class": "mtt-readout",
+    role: "status", "aria-live": "polite", "data-testid": "readout"}));
+
+  // Results.
+  var result = root.appendChild(el("div", {"class": "mtt-result"}));
+  var stepsBox = root.appendChild(el("section", {"class": "mtt-steps",
+    "aria-label": "beam search, step by step", tabindex: "-1"}));
+  var heatBox = root.appendChild(el("section", {"class": "mtt-heat",
+    "aria-label": "cross-attention of the beam's output"}));
+
+  var current = null, stepIndex = 0;
+
+  function table(head, rows, testid) {
+    var t = el("table", {"class": "mtt-table", "data-testid": testid});
+    var tr = t.appendChild(el("thead")).appendChild(el("tr"));
+    head.forEach(function (h) { tr.appendChild(el("th", {scope: "col"}, h)); });
+    var body = t.appendChild(el("tbody"));
+    rows.forEach(function (r) {
+      var row = body.appendChild(el("tr", r.cls ? {"class": r.cls} : {}));
+      r.cells.forEach(function (c) { row.appendChild(el("td", {}, c)); });
+    });
+    return t;
+  }
+
+  function showResult(r, g, ms) {
+    result.textContent = "";
+    var p = result.appendChild(el("p", {}, "Source tokens (BPE, then EOS): "));
+    p.appendChild(chips(r.sourceTokens, "src-tokens"));
+    var rows = [
+      {cells: ["greedy", g.text, fmt(g.logP), fmt(g.score)]},
+      {cells: ["beam " + r.K + ", \u03b1 " + r.alpha.toFixed(1), r.text, fmt(r.logP),
+               fmt(r.score)], cls: "mtt-chosen"}];
+    result.appendChild(table(["decoding", "German", "log P", "score"], rows,
+                             "outputs"));
+    var out = result.appendChild(el("p", {}, "Beam output tokens: "));
+    out.appendChild(chips(r.tokens, "out-tokens"));
+    var runs = r.steps.reduce(function (a, s) { return a + s.live.length; }, 0);
+    result.appendChild(el("p", {"data-testid": "work"}, "The encoder turned the " +
+      r.sourceIds.length + " source tokens into " + r.sourceIds.length +
+      " vectors of " +
+      D.d_model + " numbers, once. The decoder then ran " + (g.ids.length - 1) +
+      " times for greedy decoding and " + runs + " times for the beam (one run per " +
+      "live hypothesis per step), each time on one new position only: every layer " +
+      "keeps the keys and values of the earlier positions (its cache) and of the " +
+      "source."));
+    if (r.n !== null) {
+      var want = T.german(r.n);
+      result.appendChild(el("p", {"data-testid": "check"}, "num2words' German for " +
+        r.n.toLocaleString("en") + ": \u201c" + want + "\u201d. The beam's answer is " +
+        (r.text === want ? "the same." : "different: the model is wrong here.") +
+        (g.text === r.text ? "" :
+         " Greedy decoding gives \u201c" + g.text + "\u201d.")));
+    }
+    result.appendChild(el("p", {"class": "mtt-speed", "data-testid": "speed"},
+      "Computed in your browser: greedy " + ms.greedy.toFixed(1) + " ms, beam " +
+      ms.beam.toFixed(1) + " ms."));
+  }
+
+  function showStep() {
+    var steps = current.steps, s = steps[stepIndex];
+    stepsBox.textContent = "";
+    stepsBox.appendChild(el("h2", {"class": "mtt-h"}, "The beam, step by step"));
+    var nav = stepsBox.appendChild(el("div", {"class": "mtt-row"}));
+    function button(label, aria, testid, to) {
+      var b = nav.appendChild(el("button", {type: "button", "aria-label": aria,
+                                            "data-testid": testid}, label));
+      b.disabled = to < 0 || to >= steps.length;
+      b.addEventListener("click", function () {
+        stepIndex = to;
+        showStep();
+        focus(testid);
+      });
+      return b;
+    }
+    button("\u00ab first", "first step", "step-first", 0);
+    button("\u25c0 back", "back one step", "step-back", stepIndex - 1);
+    nav.appendChild(el("span", {"class": "mtt-value", "data-testid": "step"},
+                       "step " + (stepIndex + 1) + " of " + steps.length));
+    button("forward \u25b6", "forward one step", "step-forward", stepIndex + 1);
+    button("last \u00bb", "last step", "step-last", steps.length - 1);
+    var summary = s.finished.length + " finished, " + s.next.length + " live";
+    stepsBox.appendChild(el("p", {"class": "mtt-step-summary", "aria-live": "polite",
+      "data-testid": "step-summary"}, "Step " + (stepIndex + 1) + ": " +
+      s.live.length + " live " + (s.live.length === 1 ? "hypothesis" : "hypotheses") +
+      " extended by every token; " + summary + (s.stop ? ". The search stops." : ".")));
+    stepsBox.appendChild(el("p", {}, "Live hypotheses entering the step:"));
+    stepsBox.appendChild(table(["#", "tokens", "log P", "log P / lp(\u2113)"],
+      s.live.map(function (h, i) {
+        var ell = h.tokens.length - 1;                     // tokens written, not BOS
+        return {cells: [String(i), hyp(h.tokens), fmt(h.logP),
+                        ell ? fmt(h.logP / T.lengthPenalty(ell, current.alpha))
+                            : "\u2013"]};
+      }), "live"));
+    stepsBox.appendChild(el("p", {}, "The " + s.candidates.length + " most probable " +
+      "extensions (twice the beam size), by log P; an EOS among the first " +
+      current.K +
+      " finishes, with score = log P / lp(" + s.n + ") = log P / " +
+      T.lengthPenalty(s.n, current.alpha).toFixed(4) + ":"));
+    stepsBox.appendChild(table(["from", "+ token", "log P", "what happens"],
+      s.candidates.map(function (c, i) {
+        var K = current.K, what = c.eos ?
+          (i < K ? "finishes, score " + fmt(c.score) : "EOS after the first " + K +
+           ": dropped") :
+          (c.live ? "stays live" : "dropped (" + K + " live already)");
+        return {cells: ["#" + c.row, sym(c.token), fmt(c.logP), what],
+                cls: c.eos && i < K ? "mtt-finished" :
+                  c.live ? "mtt-live" : "mtt-dropped"};
+      }), "candidates"));
+    var best = s.best;
+    stepsBox.appendChild(el("p", {"data-testid": "best"}, best ?
+      "Best finished so far: " + hyp(best.tokens) + ", log P " + fmt(best.logP) +
+      ", score " + fmt(best.score) + (s.bestChanged ? " (new at this step)." : ".") :
+      "No hypothesis has finished yet."));
+    if (s.bound !== undefined) stepsBox.appendChild(el("p", {}, "The most a live " +
+      "hypothesis could still score: its best log P / lp(" + (current.maxLen - 1) +
+      ") = " + fmt(s.bound) + "."));
+    stepsBox.appendChild(el("p", {"class": "mtt-stop", "data-testid": "stop"}, s.stop ?
+      "Why it stopped: " + s.stop + "." : "The search goes on."));
+  }
+
+  function focus(testid) {
+    var b = stepsBox.querySelector('[data-testid="' + testid + '"]');
+    if (b && !b.disabled) b.focus();
+    else {
+      var f = stepsBox.querySelector('[data-testid="step-forward"]');
+      var back = stepsBox.querySelector('[data-testid="step-back"]');
+      (f && !f.disabled ? f : back).focus();
+    }
+  }
+
+  stepsBox.addEventListener("keydown", function (e) {
+    if (!current || (e.key !== "ArrowLeft" && e.key !== "ArrowRight")) return;
+    if (e.target && e.target.tagName === "INPUT") return;
+    var to = stepIndex + (e.key === "ArrowRight" ? 1 : -1);
+    if (to >= 0 && to < current.steps.length) {
+      stepIndex = to;
+      showStep();
+      focus(e.key === "ArrowRight" ? "step-forward" : "step-back");
+      e.preventDefault();
+    }
+  });
+
+  var layerSel = null, headSel = null;
+  function showHeat() {
+    heatBox.textContent = "";
+    heatBox.appendChild(el("h2", {"class": "mtt-h"},
+                           "Cross-attention of the beam's output"));
+    var row = heatBox.appendChild(el("div", {"class": "mtt-row"}));
+    function select(label, testid, opts, value) {
+      var wrap = row.appendChild(el("label", {"class": "mtt-control"}, label + " "));
+      var s = wrap.appendChild(el("select", {"data-testid": testid}));
+      opts.forEach(function (o) {
+        var opt = s.appendChild(el("option", {value: String(o[0])}, o[1]));
+        if (String(o[0]) === String(value)) opt.selected = true;
+      });
+      s.addEventListener("change", showHeat);
+      return s;
+    }
+    var L = current.cross[0].length, nH = D.n_heads;
+    var layers = [], headOpts = [["mean", "mean of the " + nH + " heads"]];
+    for (var l = 0; l < L; l++) layers.push([l, "decoder layer " + (l + 1)]);
+    for (var h = 0; h < nH; h++) headOpts.push([h, "head " + (h + 1)]);
+    var lv = layerSel ? layerSel.value : String(L - 1);
+    var hv = headSel ? headSel.value : "mean";
+    layerSel = select("layer", "layer", layers, lv);
+    headSel = select("head", "head", headOpts, hv);
+    var li = Number(layerSel.value), hi = headSel.value;
+    var rows = current.cross.map(function (step) {   // one row per output token
+      var w = step[li];
+      if (hi !== "mean") return Array.from(w[Number(hi)]);
+      return Array.from(w[0]).map(function (_, j) {
+        var z = 0;
+        for (var k = 0; k < w.length; k++) z += w[k][j];
+        return z / w.length;
+      });
+    });
+    var src = current.sourceTokens, out = current.tokens;
+    var cell = 40, left = 12 + 7.4 * Math.max.apply(null, out.map(function (t) {
+      return t.length; })), top = 14 + 5.6 * Math.max.apply(null, src.map(function (t) {
+      return t.length; }));
+    var width = left + cell * src.length + 40, height = top + cell * out.length + 8;
+    var strongest = rows.map(function (r, i) {
+      var j = r.indexOf(Math.max.apply(null, r));
+      return out[i] + " \u2190 " + src[j];
+    });
+    var fig = svg("svg", {viewBox: "0 0 " + width + " " + height, width: String(width),
+      "class": "mtt-heatmap", role: "img", "data-testid": "heatmap",
+      "aria-label": "Cross-attention, " + layerSel.selectedOptions[0].textContent +
+        ", " +
+        headSel.selectedOptions[0].textContent + ": rows are the output tokens, " +
+        "columns the source tokens. Each output token's strongest source token: " +
+        strongest.join("; ") + "."});
+    src.forEach(function (t, j) {
+      var x = left + cell * j + cell / 2 - 4, y = top - 6;
+      fig.appendChild(svg("text", {x: x, y: y,
+                                   transform: "rotate(-45 " + x + " " + y + ")",
+                                   "class": "mtt-axis-label"}, t));
+    });
+    rows.forEach(function (r, i) {
+      fig.appendChild(svg("text", {x: left - 6, y: top + cell * i + cell / 2 + 4,
+                                   "text-anchor": "end", "class": "mtt-axis-label"},
+                          out[i]));
+      r.forEach(function (w, j) {
+        var rect = svg("rect", {x: left + cell * j, y: top + cell * i, width: cell - 1,
+          height: cell - 1, "class": "mtt-cell",
+          "fill-opacity": (0.04 + 0.96 * w).toFixed(3),
+          "data-weight": w.toFixed(6)});
+        rect.appendChild(svg("title", {},
+                             out[i] + " \u2190 " + src[j] + ": " + w.toFixed(3)));
+        fig.appendChild(rect);
+        fig.appendChild(svg("text", {x: left + cell * j + cell / 2 - 0.5,
+          y: top + cell * i + cell / 2 + 3.5, "text-anchor": "middle",
+          "class": w > 0.5 ? "mtt-cell-value mtt-on-dark" : "mtt-cell-value"},
+          w.toFixed(2).replace(/^0/, "")));
+      });
+    });
+    heatBox.appendChild(el("div", {"class": "mtt-heatmap-wrap"})).appendChild(fig);
+    heatBox.appendChild(el("p", {"class": "mtt-caption"},
+      "Row i: the weights with which " +
+      "the decoder, predicting output token i, reads each source position (" +
+      "one row sums to 1); the stronger the blue, the larger the weight."));
+  }
+
+  function run() {
+    var K = Number(beam.input.value), a = Number(alpha.input.value);
+    beam.out.textContent = String(K);
+    alpha.out.textContent = a.toFixed(1);
+    var c = T.check(text.value);
+    if (c.error) {
+      current = null;
+      readout.className = "mtt-readout mtt-error";
+      readout.textContent = c.error;
+      readout.setAttribute("data-kind", c.kind);
+      result.textContent = "";
+      stepsBox.textContent = "";
+      heatBox.textContent = "";
+      return;
+    }
+    var t0 = performance.now();
+    var g = T.translate(text.value, {beamSize: null, alpha: a});
+    var t1 = performance.now();
+    var r = T.translate(text.value, {beamSize: K, alpha: a});
+    var t2 = performance.now();
+    r.K = K;
+    r.alpha = a;
+    r.maxLen = r.sourceIds.length + 50;
+    current = r;
+    stepIndex = r.steps.length - 1;
+    readout.className = "mtt-readout";
+    readout.removeAttribute("data-kind");
+    readout.textContent = (c.note ? c.note + " " : "") + "\u201c" + r.source +
+      "\u201d \u2192 \u201c" + r.text + "\u201d (beam " + K + ", \u03b1 " +
+      a.toFixed(1) + ", score " +
+      fmt(r.score) + "; " + r.steps.length + " steps).";
+    showResult(r, g, {greedy: t1 - t0, beam: t2 - t1});
+    showStep();
+    showHeat();
+  }
+
+  form.addEventListener("submit", function (e) { e.preventDefault(); run(); });
+  text.addEventListener("input", run);
+  [beam.input, alpha.input].forEach(function (i) {
+    i.addEventListener("input", run);
+    i.addEventListener("change", run);
+  });
+  pick.addEventListener("input", function () {
+    if (pick.value === "") return;
+    var n = Number(pick.value);
+    if (Number.isInteger(n) && n >= 0 && n <= D.max_number) text.value = T.english(n);
+    else text.value = pick.value;
+    run();
+  });
+  random.addEventListener("click", function () {
+    var n = D.held_out_modulus * Math.floor(Math.random() *
+      (Math.floor(D.max_number / D.held_out_modulus) + 1));
+    pick.value = String(n);
+    text.value = T.english(n);
+    run();
+  });
+  void go;
+  T.translate("one", {beamSize: null});       // compile once before the first timing
+  T.translate("one", {beamSize: 2});
+  run();
+  root.setAttribute("data-mounted", "1");
+};
+
+(function () {
+  "use strict";
+  var css = [
+    ".mtt { margin: 1rem 0 1.5rem; }",
+    ".mtt-row { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: center;",
+    "  margin: 0.4rem 0; }",
+    ".mtt-label { font-weight: 600; flex-basis: 100%; }",
+    ".mtt-text { flex: 1 1 14rem; min-width: 0; max-width: 100%; font-size: 1rem;",
+    "  padding: 0.3rem 0.5rem; }",
+    ".mtt-number { width: 7rem; }",
+    ".mtt-control { display: inline-flex; align-items: center; gap: 0.4rem;",
+    "  flex-wrap: wrap; }",
+    ".mtt-value { font-variant-numeric: tabular-nums; min-width: 2.2rem; }",
+    ".mtt button { padding: 0.2rem 0.6rem; border: 1px solid currentColor;",
+    "  border-radius: 0.25rem; background: transparent; color: inherit;",
+    "  cursor: pointer; }",
+    ".mtt button:disabled { opacity: 0.4; cursor: default; }",
+    ".mtt button:focus-visible, .mtt input:focus-visible, .mtt select:focus-visible,",
+    ".mtt-steps:focus-visible { outline: 3px solid #d97706; outline-offset: 2px; }",
+    ".mtt-readout { margin: 0.6rem 0; padding: 0.5rem 0.75rem;",
+    "  border-left: 4px solid #2563eb;",
+    "  background: rgba(37, 99, 235, 0.07); overflow-wrap: anywhere; }",
+    ".mtt-readout.mtt-error { border-left-color: #b91c1c;",
+    "  background: rgba(185, 28, 28, 0.08); }",
+    ".mtt-chips { display: inline-flex; flex-wrap: wrap; gap: 0.25rem;",
+    "  vertical-align: middle; }",
+    ".mtt-chip { font-family: var(--pst-font-family-monospace, monospace);",
+    "  font-size: 0.85em; padding: 0 0.3rem; border-radius: 0.2rem;",
+    "  border: 1px solid rgba(127, 127, 127, 0.5); }",
+    ".mtt-table { width: 100%; table-layout: fixed; font-size: 0.85rem; }",
+    ".mtt-table td, .mtt-table th { overflow-wrap: anywhere;",
+    "  padding: 0.15rem 0.35rem; }",
+    ".mtt-table td:nth-child(2) {",
+    "  font-family: var(--pst-font-family-monospace, monospace); }",
+    ".mtt-finished td { background: rgba(22, 163, 74, 0.14); }",
+    ".mtt-dropped td { font-style: italic; }",
+    ".mtt-chosen td { font-weight: 600; }",
+    ".mtt-heatmap-wrap { max-width: 100%; }",
+    ".mtt-heatmap { max-width: 100%; height: auto; }",
+    ".mtt-cell { fill: #2563eb; }",
+    ".mtt-axis-label { font-size: 12px; fill: currentColor;",
+    "  font-family: var(--pst-font-family-monospace, monospace); }",
+    ".mtt-cell-value { font-size: 10px; fill: currentColor; pointer-events: none; }",
+    ".mtt-cell-value.mtt-on-dark { fill: #fff; }",
+    ".mtt-h { font-size: 1.25rem; margin: 1.2rem 0 0.4rem; }",
+    ".mtt-table td:first-child, .mtt-table th:first-child { width: 3.4rem; }",
+    ".mtt-table td:nth-child(3), .mtt-table th:nth-child(3) { width: 5.2rem; }",
+    "[data-testid=live] td:nth-child(4), [data-testid=live] th:nth-child(4) {",
+    "  width: 6rem; }",
+    "[data-testid=outputs] td:first-child, [data-testid=outputs] th:first-child {",
+    "  width: 6.5rem; }",
+    "[data-testid=outputs] td:nth-child(4), [data-testid=outputs] th:nth-child(4) {",
+    "  width: 5.2rem; }",
+    ".mtt-caption, .mtt-speed { font-size: 0.85rem; opacity: 0.85; }"
+  ].join("\n");
+  var style = document.createElement("style");
+  style.textContent = css;
+  document.head.appendChild(style);
+  var root = document.getElementById("mtt-root");
+  if (root) {
+    root.classList.add("mtt");
+    window.mtTranslator.mount(root);
+  }
+})();
