@@ -44,7 +44,7 @@ KEY = "alt"
 # Notebooks whose figures do not have their alt text yet (checked: listing a notebook
 # whose figures all have one is an error too).
 PENDING = frozenset({
-    "03_softmax", "04_attention", "05_multi_head", "06_positional", "07_feed_forward",
+    "04_attention", "05_multi_head", "06_positional", "07_feed_forward",
     "08_encoder_layer", "09_decoder", "10_whole_model", "11_why_self_attention",
     "12_cost_of_attention", "13_gradients", "14_training", "15_translation",
 })
