@@ -43,9 +43,7 @@ import prose  # noqa: E402  (book/prose.py: the formatter of the prose's numbers
 KEY = "alt"
 # Notebooks whose figures do not have their alt text yet (checked: listing a notebook
 # whose figures all have one is an error too).
-PENDING = frozenset({
-    "15_translation",
-})
+PENDING = frozenset()
 # Text that names a file instead of saying what a picture shows.
 FILE_NAME = re.compile(r"\.(?:png|jpe?g|gif|svg|webp|pdf)\b|_images/|[0-9a-f]{16,}", re.I)
 IMAGE_MIME = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
