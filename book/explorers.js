@@ -46,13 +46,30 @@ window.mtExplorers = (function () {
     return {wrap: wrap, input: box};
   }
 
-  function slider(testid, max, value, label) {
+  // A range input over the indices 0..max; its label names it, and say(i), the
+  // text a screen reader announces for index i (aria-valuetext), names the value.
+  function slider(testid, max, value, label, say) {
     var wrap = el("label", {"class": "mtx-control"}, label + " ");
     var input = el("input", {type: "range", min: "0", max: String(max), step: "1",
                              "data-testid": testid});
     input.value = String(value);
     wrap.appendChild(input);
-    return {wrap: wrap, input: input};
+    function sync() {
+      input.setAttribute("aria-valuetext", say(Number(input.value)));
+    }
+    input.addEventListener("input", sync);
+    input.addEventListener("change", sync);
+    sync();
+    return {wrap: wrap, input: input, sync: sync};
+  }
+
+  // A readout a screen reader announces, whole, each time its text changes.
+  function readout(attrs) {
+    var node = el("div", attrs);
+    node.classList.add("mtx-readout");
+    node.setAttribute("aria-live", "polite");
+    node.setAttribute("aria-atomic", "true");
+    return node;
   }
 
   // A line chart: xs, ys numbers; returns {node, cursor(i), setData(ys)}.
@@ -112,7 +129,8 @@ window.mtExplorers = (function () {
     var digits = d.decimals;
     var s = slider("tau-slider", d.taus.length - 1, d["default"],
                    "temperature \u03c4 (log scale, " + d.taus[0] + " to " +
-                   d.taus[d.taus.length - 1] + ")");
+                   d.taus[d.taus.length - 1] + ")",
+                   function (i) { return "\u03c4 = " + d.taus[i]; });
     s.input.classList.add("mtx-wide");
     root.appendChild(s.wrap);
     var buttons = el("div", {"class": "mtx-row"}, "jump to: ");
@@ -120,12 +138,13 @@ window.mtExplorers = (function () {
       var b = el("button", {type: "button", "data-testid": "mark-" + k}, m.label);
       b.addEventListener("click", function () {
         s.input.value = String(m.index);
+        s.sync();
         update();
       });
       buttons.appendChild(b);
     });
     root.appendChild(buttons);
-    var read = el("div", {"class": "mtx-readout"});
+    var read = readout({"data-testid": "tau-readout"});
     read.appendChild(document.createTextNode("\u03c4 = "));
     var tau = read.appendChild(el("span", {"data-testid": "tau"}));
     read.appendChild(document.createTextNode("   entropy = "));
@@ -178,8 +197,10 @@ window.mtExplorers = (function () {
   function positional(root, d) {
     var digits = d.decimals, half = d.d_model / 2;
     var controls = el("div", {"class": "mtx-row"});
-    var pos = slider("pos-slider", d.dots.length - 1, d["default"].pos, "position pos");
-    var off = slider("k-slider", d.dots[0].length - 1, d["default"].k, "offset k");
+    var pos = slider("pos-slider", d.dots.length - 1, d["default"].pos, "position pos",
+                     function (i) { return "pos = " + i; });
+    var off = slider("k-slider", d.dots[0].length - 1, d["default"].k, "offset k",
+                     function (k) { return "k = " + k; });
     var pairs = [];
     for (var p = 0; p < half; p++) {
       pairs.push([p, "i = " + p + " (wavelength " + d.wavelengths[p] + ")"]);
@@ -187,7 +208,7 @@ window.mtExplorers = (function () {
     var pair = select("pair-select", pairs, d["default"].i, "frequency pair");
     [pos, off, pair].forEach(function (c) { controls.appendChild(c.wrap); });
     root.appendChild(controls);
-    var read = el("div", {"class": "mtx-readout"});
+    var read = readout({"data-testid": "pe-readout"});
     function field(label, testid) {
       read.appendChild(document.createTextNode(label));
       return read.appendChild(el("span", {"data-testid": testid}));
@@ -210,7 +231,9 @@ window.mtExplorers = (function () {
       xlabel: "offset k", ylabel: "PE(pos)\u00b7PE(pos + k)"});
     root.appendChild(c.node);
     var rot = el("div", {"class": "mtx-rotation"});
-    var text = rot.appendChild(el("div", {"class": "mtx-rot-text"}));
+    var text = rot.appendChild(el("div", {"class": "mtx-rot-text",
+                                          "aria-live": "polite",
+                                          "aria-atomic": "true"}));
     function vec(label, prefix) {
       var line = text.appendChild(el("div", {}, label + " [ "));
       var a = line.appendChild(el("span", {"data-testid": prefix + "0"}));
@@ -286,11 +309,20 @@ window.mtExplorers = (function () {
   }
 
   // 3. Attention maps of trained models: kind, layer, head, token (chapter 14).
-  function shade(w) {   // white to dark blue, like matplotlib's "Blues"
+  function shade(w) {   // white to dark blue, like matplotlib's "Blues": [r, g, b]
     var a = [247, 251, 255], b = [8, 48, 107];
-    return "rgb(" + a.map(function (x, j) {
-      return Math.round(x + (b[j] - x) * w);
-    }).join(",") + ")";
+    return a.map(function (x, j) { return Math.round(x + (b[j] - x) * w); });
+  }
+
+  // Black or white, whichever contrasts more with the colour rgb (WCAG's relative
+  // luminance): on every shade the pair's contrast is then at least 4.58 to 1.
+  function ink(rgb) {
+    var lum = rgb.map(function (x) {
+      x /= 255;
+      return x <= 0.04045 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+    });
+    var y = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2];
+    return 1.05 / (y + 0.05) >= (y + 0.05) / 0.05 ? "#fff" : "#000";
   }
 
   function attention(root, d) {
@@ -308,9 +340,11 @@ window.mtExplorers = (function () {
     });
     root.appendChild(controls);
     var grid = root.appendChild(el("div", {"class": "mtx-heat-wrap"}));
-    var focus = root.appendChild(el("div", {"class": "mtx-readout",
-                                            "data-testid": "focus"}));
-    var current = null, focused = -1;
+    var focus = root.appendChild(readout({"data-testid": "focus"}));
+    root.appendChild(el("div", {"class": "mtx-note"},
+                        "Keyboard: Tab to the map, then the arrow keys move from " +
+                        "cell to cell (Home, End: first, last key of the row)."));
+    var current = null, focused = -1, at = [0, 0];   // the focused query; the cell
 
     function options(input, opts, keep) {
       var old = keep ? input.value : null;
@@ -342,6 +376,10 @@ window.mtExplorers = (function () {
       if (initial) head.input.value = String(def.head);
     }
 
+    // The map is an ARIA grid: the cells are reached by Tab (one stop, the current
+    // cell) and the arrow keys; each cell's label says its query, key and weight.
+    // Pointing at a cell or a query, or moving the keyboard focus to a cell, shows
+    // that query's row in the readout.
     function draw() {
       var m = d.models[Number(model.input.value)];
       var e = m.examples[Number(example.input.value)];
@@ -351,37 +389,76 @@ window.mtExplorers = (function () {
       var rows = e[axes[0]], cols = e[axes[1]];
       current = {w: w, rows: rows, cols: cols, cells: [], heads: [], keys: []};
       grid.textContent = "";
-      var table = grid.appendChild(el("table", {"class": "mtx-heat",
-                                                "data-testid": "heatmap"}));
-      var top = table.appendChild(el("tr"));
-      top.appendChild(el("th", {"class": "mtx-corner"}, "query \u2193  key \u2192"));
+      var table = grid.appendChild(el("table", {
+        "class": "mtx-heat", "data-testid": "heatmap", role: "grid",
+        "aria-label": "attention weights, " + k + " attention, layer " +
+          (Number(layer.input.value) + 1) + ", " +
+          (head.input.value === "mean" ? "mean of the heads"
+                                       : "head " + (Number(head.input.value) + 1)) +
+          ": one row per query (" + axes[0] + "), one column per key (" +
+          axes[1] + ")"}));
+      var top = table.appendChild(el("tr", {role: "row"}));
+      top.appendChild(el("th", {"class": "mtx-corner", role: "columnheader"},
+                         "query \u2193  key \u2192"));
       cols.forEach(function (t, c) {
-        current.keys.push(top.appendChild(el("th", {"class": "mtx-key",
-                                                     "data-testid": "key-" + c}, t)));
+        current.keys.push(top.appendChild(el("th", {
+          "class": "mtx-key", role: "columnheader", "data-testid": "key-" + c,
+          "aria-label": "key " + (c + 1) + " (" + t + ")"}, t)));
       });
+      if (at[0] >= rows.length || at[1] >= cols.length) at = [0, 0];
       rows.forEach(function (t, r) {
-        var tr = table.appendChild(el("tr"));
-        var th = tr.appendChild(el("th", {"class": "mtx-query", tabindex: "0",
-                                          "data-testid": "query-" + r}, t));
+        var tr = table.appendChild(el("tr", {role: "row"}));
+        var th = tr.appendChild(el("th", {
+          "class": "mtx-query", role: "rowheader", "data-testid": "query-" + r,
+          "aria-label": "query " + (r + 1) + " (" + t + ")"}, t));
         current.heads.push(th);
         var cells = [];
-        cols.forEach(function (_, c) {
-          var v = w[r][c] / scale;
-          var td = tr.appendChild(el("td", {"data-testid": "cell-" + r + "-" + c},
-                                     fixed(v, d.decimals)));
-          td.style.background = shade(v);
-          td.style.color = v > 0.5 ? "#fff" : "#111";
+        cols.forEach(function (key, c) {
+          var v = w[r][c] / scale, text = fixed(v, d.decimals);
+          var td = tr.appendChild(el("td", {
+            "data-testid": "cell-" + r + "-" + c, role: "gridcell",
+            tabindex: r === at[0] && c === at[1] ? "0" : "-1",
+            "aria-label": "query " + (r + 1) + " (" + t + "), key " + (c + 1) +
+              " (" + key + "): weight " + text}, text));
+          var bg = shade(v);
+          td.style.background = "rgb(" + bg.join(",") + ")";
+          td.style.color = ink(bg);
           td.addEventListener("mouseenter", function () { setFocus(r); });
+          td.addEventListener("focus", function () {
+            at = [r, c];
+            current.cells.forEach(function (row) {
+              row.forEach(function (x) { x.setAttribute("tabindex", "-1"); });
+            });
+            td.setAttribute("tabindex", "0");
+            setFocus(r);
+          });
           cells.push(td);
         });
         current.cells.push(cells);
-        ["mouseenter", "focus", "click"].forEach(function (ev) {
+        ["mouseenter", "click"].forEach(function (ev) {
           th.addEventListener(ev, function () { setFocus(r); });
         });
       });
+      table.addEventListener("keydown", move);
       var keep = focused;
       focused = -1;
       setFocus(keep >= 0 && keep < rows.length ? keep : 0);
+    }
+
+    // Arrow keys, Home, End, Page Up and Page Down move the focus within the grid.
+    function move(ev) {
+      var n_q = current.rows.length, n_k = current.cols.length;
+      var r = at[0], c = at[1];
+      var keys = {
+        ArrowUp: [r - 1, c], ArrowDown: [r + 1, c], ArrowLeft: [r, c - 1],
+        ArrowRight: [r, c + 1], Home: [ev.ctrlKey ? 0 : r, 0],
+        End: [ev.ctrlKey ? n_q - 1 : r, n_k - 1], PageUp: [0, c],
+        PageDown: [n_q - 1, c]};
+      var to = keys[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      var row = Math.max(0, Math.min(n_q - 1, to[0]));
+      current.cells[row][Math.max(0, Math.min(n_k - 1, to[1]))].focus();
     }
 
     function setFocus(r) {

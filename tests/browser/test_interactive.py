@@ -11,7 +11,10 @@ numbers the page then shows must be the stored numbers for that choice. The temp
 and positional-encoding numbers are recomputed here from ``mini_transformer``; the
 attention weights come from trained models, so they are read from the page's inline
 JSON and checked to be attention weights (rows sum to 1, the decoder's causal mask).
-No request may leave the page, and no JavaScript error may be thrown.
+No request may leave the page, and no JavaScript error may be thrown. The second half
+walks the same figures by keyboard alone (Tab, arrows, Home/End, Enter, Space): every
+view the mouse reaches, with a visible focus, the ARIA names a screen reader announces
+(each heat-map cell's query, key and weight) and readouts that announce their changes.
 """
 
 from __future__ import annotations
@@ -224,3 +227,245 @@ def test_attention_explorer(browser):  # noqa: F811
             assert "mtx-best" in key.get_attribute("class")
         root.get_by_test_id("query-0").click()                   # a tap is a click
         assert root.get_by_test_id("focus").get_attribute("data-row") == "0"
+
+
+# ------------------------------------------------------------------------------------
+# The same figures by keyboard alone: Tab, the arrow keys, Home, End, Enter and Space.
+# Each walk starts just before the figure and checks that Tab visits every control in
+# order and then leaves the figure, that each control shows a visible focus, and that
+# the arrow keys reach every value a mouse can set (every slider position, every
+# option, every cell of the heat map), with the page showing the stored numbers at each.
+# (The attention walk steps through every option of each select for each model and kind
+# of attention, and through every cell of two views of the map.)
+
+TEXTS = """r => Object.fromEntries([...r.querySelectorAll('[data-testid]')]
+  .map(e => [e.getAttribute('data-testid'), e.textContent.trim()]))"""
+FOCUSED = """r => {
+  const e = document.activeElement, s = getComputedStyle(e);
+  return {inside: r.contains(e), testid: e.getAttribute('data-testid'),
+          label: e.getAttribute('aria-label'), text: e.getAttribute('aria-valuetext'),
+          outline: s.outlineStyle !== 'none' ? parseFloat(s.outlineWidth) : 0,
+          value: e.value === undefined ? null : String(e.value)};
+}"""
+
+
+def js(x: float) -> str:
+    """A number as JavaScript's String(x) writes it (8, not 8.0)."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def focused(root) -> dict:
+    return root.evaluate(FOCUSED)
+
+
+def tab_stops(tab, root) -> list[str]:
+    """The figure's Tab stops in order: focus starts on the figure's box, then Tab until
+    the focus leaves the figure. Each stop must show a focus ring of at least 2 px."""
+    root.evaluate("r => { r.tabIndex = -1; r.focus(); }")
+    stops = []
+    for _ in range(50):
+        tab.keyboard.press("Tab")
+        f = focused(root)
+        if not f["inside"]:
+            return stops
+        assert f["outline"] >= 2, f"no visible focus on {f['testid']}: {f}"
+        stops.append(f["testid"])
+    raise AssertionError(f"Tab never leaves the figure: {stops}")
+
+
+def go_to(tab, root, testid: str) -> None:
+    """Tab from the figure's start to the control ``testid``."""
+    root.evaluate("r => { r.tabIndex = -1; r.focus(); }")
+    for _ in range(50):
+        tab.keyboard.press("Tab")
+        if focused(root)["testid"] == testid:
+            return
+    raise AssertionError(f"Tab does not reach {testid}")
+
+
+def live(root, testid: str) -> None:
+    """The readout ``testid`` is announced whole when it changes."""
+    node = root.get_by_test_id(testid)
+    assert node.get_attribute("aria-live") == "polite"
+    assert node.get_attribute("aria-atomic") == "true"
+
+
+def test_temperature_by_keyboard(browser):  # noqa: F811
+    page, figure = "book/03_softmax", "mtx-softmax-temperature"
+    with opened(browser, page, figure) as (tab, root, d):
+        taus, n = d["taus"], len(SCORES)
+        assert tab_stops(tab, root) == ["tau-slider", "mark-0", "mark-1"]
+        live(root, "tau-readout")
+
+        def check(j):
+            t = root.evaluate(TEXTS)
+            assert float(t["tau"]) == taus[j]
+            assert [t[f"weight-{i}"] for i in range(n)] == \
+                [f"{x:.4f}" for x in d["weights"][j]]
+            p = mt.softmax(SCORES, temperature=taus[j])
+            assert abs(float(t["entropy"]) - entropy(p)) <= 0.5e-4 + 1e-12
+            f = focused(root)
+            if f["testid"] == "tau-slider":
+                assert f["value"] == str(j) and f["text"] == f"\u03c4 = {js(taus[j])}"
+
+        go_to(tab, root, "tau-slider")
+        check(d["default"])
+        tab.keyboard.press("Home")
+        check(0)
+        for j in range(1, len(taus)):              # every temperature, one step each
+            tab.keyboard.press("ArrowRight")
+            check(j)
+        tab.keyboard.press("ArrowRight")            # stays at the end
+        check(len(taus) - 1)
+        tab.keyboard.press("ArrowLeft")
+        check(len(taus) - 2)
+        tab.keyboard.press("End")
+        check(len(taus) - 1)
+        for k, key in enumerate(("Enter", "Space")):  # the buttons
+            go_to(tab, root, f"mark-{k}")
+            tab.keyboard.press(key)
+            check(d["marks"][k]["index"])
+        assert root.get_by_test_id("tau-slider").get_attribute("aria-valuetext") == \
+            "\u03c4 = 8"
+
+
+def test_positional_explorer_by_keyboard(browser):  # noqa: F811
+    with opened(browser, "book/06_positional", "mtx-pe-explorer") as (tab, root, d):
+        d_model = d["d_model"]
+        pe = mt.positional_encoding(len(d["pe"]), d_model)
+        assert tab_stops(tab, root) == ["pos-slider", "k-slider", "pair-select"]
+        live(root, "pe-readout")
+        assert root.locator(".mtx-rot-text").get_attribute("aria-live") == "polite"
+
+        def check(pos, k, i):
+            t = root.evaluate(TEXTS)
+            assert (t["pos"], t["k"]) == (str(pos), str(k))
+            assert t["dot"] == f"{d['dots'][pos][k]:.4f}"
+            assert abs(float(t["dot"]) - pe[pos] @ pe[pos + k]) <= 0.5e-4 + 1e-9
+            w = k * 10000 ** (-2 * i / d_model)
+            assert abs(float(t["rot-00"]) - math.cos(w)) <= 0.5e-4 + 1e-12
+            assert abs(float(t["rot-10"]) - math.sin(w)) <= 0.5e-4 + 1e-12
+            assert [float(t[f"to-{j}"]) for j in range(2)] == \
+                [round(x, 4) + 0.0 for x in d["pe"][pos + k][2 * i:2 * i + 2]]
+
+        df = d["default"]
+        pos, k, i = df["pos"], df["k"], df["i"]
+        go_to(tab, root, "pos-slider")
+        tab.keyboard.press("Home")
+        check(0, k, i)
+        for pos in range(1, len(d["dots"])):           # every position
+            tab.keyboard.press("ArrowRight")
+            check(pos, k, i)
+            assert focused(root)["text"] == f"pos = {pos}"
+        tab.keyboard.press("Tab")                        # the offset slider
+        tab.keyboard.press("Home")
+        check(pos, 0, i)
+        for k in range(1, len(d["dots"][0])):          # every offset
+            tab.keyboard.press("ArrowRight")
+            check(pos, k, i)
+            assert focused(root)["text"] == f"k = {k}"
+        tab.keyboard.press("Tab")                        # the frequency pair
+        assert focused(root)["testid"] == "pair-select"
+        for i in range(i + 1, d_model // 2):            # every later pair, ...
+            tab.keyboard.press("ArrowDown")
+            check(pos, k, i)
+        for i in range(i - 1, -1, -1):                   # ... and back to the first
+            tab.keyboard.press("ArrowUp")
+            check(pos, k, i)
+
+
+def test_attention_explorer_by_keyboard(browser):  # noqa: F811
+    with opened(browser, "book/14_training", "mtx-attention") as (tab, root, d):
+        scale, decimals = 10 ** d["decimals"], d["decimals"]
+        stops = tab_stops(tab, root)
+        selects = ["model-select", "example-select", "kind-select", "layer-select",
+                   "head-select"]
+        assert stops[:5] == selects and len(stops) == 6, stops
+        assert re.fullmatch(r"cell-\d+-\d+", stops[5]), stops   # one stop: the map
+        live(root, "focus")
+        grid = root.get_by_test_id("heatmap")
+        assert grid.get_attribute("role") == "grid"
+
+        def view():
+            v = {s: root.get_by_test_id(s).input_value() for s in selects}
+            m = d["models"][int(v["model-select"])]
+            e = m["examples"][int(v["example-select"])]
+            kind = v["kind-select"]
+            layer = e["maps"][kind][int(v["layer-select"])]
+            w = layer["mean"] if v["head-select"] == "mean" else \
+                layer["heads"][int(v["head-select"])]
+            rows, cols = (e[a] for a in d["axes"][kind])
+            return w, rows, cols
+
+        def check_map():
+            w, rows, cols = view()
+            t = root.evaluate(TEXTS)
+            for r, row in enumerate(w):
+                for c, x in enumerate(row):
+                    assert t[f"cell-{r}-{c}"] == f"{x / scale:.{decimals}f}"
+            stops = "g => g.querySelectorAll('[tabindex=\"0\"]').length"
+            assert grid.evaluate(stops) == 1                # one Tab stop in the map
+            return w, rows, cols
+
+        def walk_cells():
+            """Every cell by the arrow keys, row by row; each says its query, key and
+            weight, and the readout follows the row."""
+            w, rows, cols = check_map()
+            go_to(tab, root, "head-select")
+            tab.keyboard.press("Tab")                    # into the map: one Tab stop
+            assert focused(root)["testid"].startswith("cell-")
+            tab.keyboard.press("Control+Home")
+            for r in range(len(rows)):
+                for c in range(len(cols)):
+                    f = focused(root)
+                    assert f["testid"] == f"cell-{r}-{c}" and f["outline"] >= 2, f
+                    weight = f"{w[r][c] / scale:.{decimals}f}"
+                    assert f["label"] == (f"query {r + 1} ({rows[r]}), key {c + 1} "
+                                          f"({cols[c]}): weight {weight}")
+                    readout = root.get_by_test_id("focus")
+                    assert readout.get_attribute("data-row") == str(r)
+                    best = int(np.argmax(w[r]))
+                    assert readout.get_attribute("data-best") == str(best)
+                    assert f"on key {best + 1} ({cols[best]})" in readout.text_content()
+                    tab.keyboard.press("ArrowRight")
+                assert focused(root)["testid"] == f"cell-{r}-{len(cols) - 1}"  # stays
+                tab.keyboard.press("ArrowDown")
+                tab.keyboard.press("Home")
+            assert focused(root)["testid"] == f"cell-{len(rows) - 1}-0"
+            tab.keyboard.press("PageUp")
+            assert focused(root)["testid"] == "cell-0-0"
+            tab.keyboard.press("Control+End")
+            assert focused(root)["testid"] == f"cell-{len(rows) - 1}-{len(cols) - 1}"
+
+        def step_through(testid):
+            """Every option of one select by the arrow keys, the map checked at each."""
+            go_to(tab, root, testid)
+            box = root.get_by_test_id(testid)
+            values = box.evaluate("s => [...s.options].map(o => o.value)")
+            start = values.index(box.input_value())
+            for key, order in (("ArrowUp", range(start - 1, -1, -1)),
+                               ("ArrowDown", range(1, len(values)))):
+                for j in order:
+                    tab.keyboard.press(key)
+                    assert box.input_value() == values[j]
+                    check_map()
+            return values
+
+        walk_cells()                                     # the default view
+        seen = set()
+        for model in ("0", "1"):
+            for kind in ("encoder self", "decoder self", "cross"):
+                for testid, value in (("model-select", model), ("kind-select", kind)):
+                    go_to(tab, root, testid)
+                    box = root.get_by_test_id(testid)
+                    values = box.evaluate("s => [...s.options].map(o => o.value)")
+                    key = "ArrowDown" if values.index(value) > \
+                        values.index(box.input_value()) else "ArrowUp"
+                    while box.input_value() != value:
+                        tab.keyboard.press(key)
+                check_map()
+                for testid in ("example-select", "layer-select", "head-select"):
+                    step_through(testid)
+                seen.add((model, kind))
+        assert len(seen) == 6
+        walk_cells()                                     # a second view, every cell
