@@ -28,12 +28,12 @@ from test_rendered_book import (  # noqa: F401  (browser is a fixture)
 )
 
 import mini_transformer as mt
+from mini_transformer.number_words import load_model
 from mini_transformer.tasks import number_words, split_numbers
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "book" / "data"
 PAGE = "book/appendix_translator"
 TOL = 1e-4
 TEXTS = ["zero", "seven", "forty-two", "three hundred and forty-two",
@@ -45,9 +45,9 @@ BEAMS = [(1, 0.0), (3, 1.0), (4, 0.6), (8, 2.0)]
 
 @pytest.fixture(scope="module")
 def model():
-    params = mt.TransformerParams.load(DATA / "numbers_en_de.npz")
+    params, bpe = load_model()                  # the shipped model, as the page
     assert params.embedding.dtype == np.float32
-    return params, mt.BPE.load(DATA / "numbers_en_de_bpe.json")
+    return params, bpe
 
 
 @pytest.fixture(scope="module")
