@@ -11,8 +11,10 @@ uses are the package's: nothing here is imported by the rest of it.
 """
 
 from .data import DIGIT_SHARE, encode_pairs, training_numbers
-from .files import BPE_FILE, EARLY, LAST, LOG, MODEL, MODEL_DIR, load_model
+from .files import (BPE_FILE, EARLY, INTERRUPTED, LAST, LOG, MODEL, MODEL_DIR,
+                    load_model)
 from .train import Settings, train
 
-__all__ = ["BPE_FILE", "DIGIT_SHARE", "EARLY", "LAST", "LOG", "MODEL", "MODEL_DIR",
-           "Settings", "encode_pairs", "load_model", "train", "training_numbers"]
+__all__ = ["BPE_FILE", "DIGIT_SHARE", "EARLY", "INTERRUPTED", "LAST", "LOG", "MODEL",
+           "MODEL_DIR", "Settings", "encode_pairs", "load_model", "train",
+           "training_numbers"]
