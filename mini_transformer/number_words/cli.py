@@ -178,7 +178,6 @@ def _train(args):
 
 
 def _translate(args):
-    params, bpe = load_model(args.model)
     texts = args.texts
     if texts in ([], ["-"]):
         if sys.stdin.isatty():
@@ -191,10 +190,13 @@ def _translate(args):
             readable[i] = normalize(text)
         except NotANumber as e:
             refused[i] = e
-    beam = None if args.greedy else args.beam
-    german, scores = translate(list(readable.values()), params, bpe, beam_size=beam,
-                               alpha=args.alpha, return_scores=True) \
-        if readable else ([], [])
+    german, scores = [], []
+    if readable or args.model is not None:      # a model named is always checked
+        params, bpe = load_model(args.model)
+    if readable:
+        german, scores = translate(list(readable.values()), params, bpe,
+                                   beam_size=None if args.greedy else args.beam,
+                                   alpha=args.alpha, return_scores=True)
     done = dict(zip(readable, zip(german, scores)))
     for i, text in enumerate(texts):
         print(_line(args.format, text, readable.get(i), *done.get(i, (None, None)),
