@@ -241,6 +241,8 @@ def test_help_shows_every_default_and_version(capsys):
         assert shown in text, shown
     status, out, _ = run(capsys, "translate", "--help")
     assert "(default: 4, the paper's)" in " ".join(" ".join(out).split())
+    status, out, _ = run(capsys, "--help")
+    assert "Exit status: 0 done; 1 the run failed" in " ".join(out)
     status, out, _ = run(capsys, "--version")
     assert status == 0 and out[0].startswith("number-words (mini_transformer ")
 

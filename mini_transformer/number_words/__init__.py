@@ -1,7 +1,9 @@
 """English number words to German, the paper's experiment in miniature (chapter 15).
 
-    number-words translate "three hundred and forty-two"    # or python -m
-    number-words train --out-dir my_model                   # mini_transformer.number_words
+    number-words translate "three hundred and forty-two"
+    number-words train --out-dir my_model
+
+(or ``python -m mini_transformer.number_words``).
 
 ``data`` draws the training numbers (never a held-out one, n % 97 == 0) and encodes
 the pairs; ``train`` learns a shared BPE, trains the paper's post-LN model from
