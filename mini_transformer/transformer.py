@@ -203,6 +203,14 @@ def check_src_mask(src_mask, x):
                             "(batch, 1, n_src)")
 
 
+def key_mask(src_mask, x):
+    """A source (key) mask in x's library, device and dtype convention, once per
+    batch: (batch, 1, n_src), or None."""
+    if src_mask is None:
+        return None
+    return as_mask(src_mask, x, (*x.shape[:-2], 1, x.shape[-2]), array_namespace(x))
+
+
 def loss_and_grads(
     params,
     src_tokens,
@@ -233,7 +241,8 @@ def loss_and_grads(
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
     y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
     check_src_mask(src_mask, x)
-    masks = DropoutMasks.draw(rng, p_drop, params, x, y)
+    src_mask = key_mask(src_mask, x)      # built once, for all 3 · n_layers attentions
+    masks = DropoutMasks.draw(rng, p_drop, params, x, y)  # one draw for every site
     m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
                               (None,) * len(params.decoder_layers))
     x, y = dropout(x, m.src), dropout(y, m.tgt)
