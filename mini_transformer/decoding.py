@@ -15,10 +15,11 @@ paper cites (beam size 4, α = 0.6):
 from __future__ import annotations
 
 import numpy as np
-from array_api_compat import array_namespace, device
+from array_api_compat import array_namespace, device, is_numpy_array
 
 from .attention import as_mask
 from .decoder import KVCache
+from .multihead import key_values
 from .softmax import log_softmax
 from .transformer import check_src_mask, decode, embed, encode, tied_embedding
 
@@ -123,11 +124,13 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
     _check_decoding(max_len, bos, eos, V)
     _check_beam(beam_size, alpha)
     rows = xp.arange(B * K, device=dev) // K                    # source of each row
-    memory = xp.take(memory, rows, axis=0)                      # (B K, n_src, d)
+    memory_b, memory = memory, xp.take(memory, rows, axis=0)    # (B K, n_src, d)
     if src_mask is not None:
         src_mask = as_mask(src_mask, memory, (B, 1, n_src), xp)
         src_mask = xp.take(xp.broadcast_to(src_mask, (B, 1, n_src)), rows, axis=0)
-    caches = [KVCache() for _ in params.decoder_layers]
+    # the memory's keys and values, computed once per source and copied to its rows
+    caches = [KVCache(cross_kv=tuple(xp.take(a, rows, axis=0) for a in key_values(
+        memory_b, layer.cross_attn))) for layer in params.decoder_layers]
     first = xp.arange(B * K, device=dev) % K == 0
     logp = xp.astype(xp.where(first, 0.0, -xp.inf), E.dtype)    # (B K,) one live
     tokens = xp.full((B * K, 1), bos, dtype=xp.int64, device=dev)   # (B K, t + 1)
@@ -142,7 +145,7 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
         logits = decode_step(tokens, memory, params, caches, src_mask, norm_first,
                              attention)                         # (B K, V)
         cand = xp.reshape(logp[:, None] + log_softmax(logits), (B, K * V))  # (B, K V)
-        order = xp.argsort(cand, axis=-1, descending=True, stable=True)[:, :2 * K]
+        order = _top(cand, 2 * K)                               # (B, 2K)
         cand_logp = xp.take_along_axis(cand, order, axis=-1)    # (B, 2K)
         row, token = base + order // V, order % V               # (B, 2K)
         n = t + 1                                               # |Y| with it
@@ -157,8 +160,10 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
         token = xp.reshape(xp.take_along_axis(token, live, axis=-1), (B * K, 1))
         logp = xp.reshape(xp.take_along_axis(cand_logp, live, axis=-1), (B * K,))
         tokens = xp.concat([xp.take(tokens, row, axis=0), token], axis=-1)
-        for cache in caches:  # each row's keys and values follow its hypothesis
-            cache.reorder(row)
+        for cache in caches:  # each row's keys and values follow its hypothesis;
+            # a row stays among its source's rows, whose memory keys and values
+            # (cross_kv) are the same: only the self-attention's move
+            cache.self_kv = tuple(xp.take(a, row, axis=0) for a in cache.self_kv)
         if t == max_len - 2:  # out of room: the live hypotheses finish without EOS
             score = xp.reshape(logp / length_penalty(n, alpha), (B, K))
             rows_k = base + xp.arange(K, device=dev)
@@ -170,6 +175,24 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
             break
     tokens = best[:, : int(xp.max(best_len))]
     return (tokens[0], best_score[0]) if one else (tokens, best_score)
+
+
+def _top(a, k):
+    """The indices of the k largest entries of each row of ``a`` (B, C), largest
+    first, ties in index order: ``argsort(a, descending=True, stable=True)[:, :k]``
+    without sorting whole rows. NumPy: ``argpartition`` finds the k largest (at a
+    tie on the k-th value it may keep another of the tied entries), then only those
+    are sorted; torch: ``topk``; other libraries: the full sort."""
+    if is_numpy_array(a):
+        if k < a.shape[-1]:
+            part = np.argpartition(a, a.shape[-1] - k, axis=-1)[:, -k:]   # (B, k)
+        else:
+            part = np.broadcast_to(np.arange(a.shape[-1]), a.shape)
+        vals = np.take_along_axis(a, part, axis=-1)
+        order = np.lexsort((part, -vals), axis=-1)          # value down, then index
+        return np.take_along_axis(part, order, axis=-1)
+    xp = array_namespace(a)
+    return xp.argsort(a, axis=-1, descending=True, stable=True)[:, :k]
 
 
 def _keep_best(xp, score, row, token, tokens, eos, best, best_score, best_len):

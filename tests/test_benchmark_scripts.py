@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -40,3 +41,16 @@ def test_training_benchmark_quick(tmp_path):
     assert all(r["step_s"] > 0 for r in result["rows"])
     (target,) = result["targets"]
     assert target["name"] == "numpy_hand_over_torch_nn_notebook" and target["bound"] == 1.0
+
+
+def test_training_benchmark_pads_and_measures_memory():
+    import training
+
+    rng = np.random.default_rng(0)
+    src, tgt = training.batch_of(rng, "translation")
+    lengths = np.sum(src != training.PAD, axis=1)
+    assert src.shape == (300, 10) and lengths.min() >= 5 and lengths.min() < 10
+    # padding only at the end of a sequence
+    assert all((row[n:] == training.PAD).all() and (row[:n] != training.PAD).all()
+               for row, n in zip(src, lengths))
+    assert training.peak_step_bytes("notebook") > 64 * 8 * 32 * 4   # > one activation
