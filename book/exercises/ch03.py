@@ -54,7 +54,7 @@ def check_2(slope) -> Verdict:
         Mistake("bits", var / math.log(2),
                 "that is the slope of the entropy in bits: η uses the natural log."),
         Mistake("sign", -var,
-                "the wrong sign: the entropy grows with τ (is that dη/dβ, β = 1/τ?)."),
+                "the wrong sign: the entropy grows with τ (is that dη/d(1/τ)?)."),
         Mistake("unweighted", float(np.var(S)),
                 "that is the plain variance of the scores: weight each score by its "
                 "a_i."),
