@@ -65,6 +65,8 @@ class Settings:
     dtype: str = "float32"
     n_chunk: int = 10_000
     n_bpe: int = 5000
+    bpe_split: str | None = None
+    round_share: float = 0.0
     n_final: int | None = None
     average_last: int = 5
     average_every: int = 50
@@ -83,8 +85,8 @@ def train(settings: Settings = Settings(), out_dir=DATA, log=print, progress=Non
     rng = np.random.default_rng(s.seed)
     _, held = split_numbers()
     bpe = BPE.learn(
-        [t for p in number_words(training_numbers(rng, s.n_bpe)) for t in p],
-        s.vocab_size)
+        [t for p in number_words(training_numbers(rng, s.n_bpe, s.round_share))
+         for t in p], s.vocab_size, split=s.bpe_split)
     params = TransformerParams.random(rng, vocab_size=len(bpe), d_model=s.d_model,
                                       n_heads=s.n_heads, n_layers=s.n_layers)
     eval_rng = np.random.default_rng(s.seed + 2)
@@ -98,7 +100,8 @@ def train(settings: Settings = Settings(), out_dir=DATA, log=print, progress=Non
     t0, step = time.perf_counter(), 0
     while step < s.steps:
         if not batches:  # a new chunk of the data stream
-            src, tgt = encode_pairs(number_words(training_numbers(rng, s.n_chunk)), bpe)
+            src, tgt = encode_pairs(number_words(
+                training_numbers(rng, s.n_chunk, s.round_share)), bpe)
             batches = batch_by_length(src, tgt, s.max_tokens, bpe.pad_id, rng)
         src, tgt = batches.pop()
         step += 1
@@ -135,7 +138,7 @@ def train(settings: Settings = Settings(), out_dir=DATA, log=print, progress=Non
             final[name] = exact_match(translate(sources, p, bpe, beam_size=beam), refs)
             log(f"held-out exact match, all {len(refs)}: {name} {final[name]:.4f}")
     record = dict(task="English number words to German (num2words), n < 1,000,000",
-                  held_out=f"n % {HELD_OUT_MODULUS} == 0 ({len(held)} numbers)",
+                  held_out=f"n % {HELD_OUT_MODULUS} == 0 and n > 0 ({len(held)} numbers)",
                   settings=dataclasses.asdict(s) | dict(
                       vocab_size=len(bpe), keep_steps=list(s.keep_steps),
                       device=str(s.device or "numpy")),
