@@ -141,6 +141,45 @@ def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
                             "(batch, n_tgt, n_src)")
 
 
+def decoder_layer_saved(y, memory, params, self_mask=None, memory_mask=None,
+                        norm_first=False, dropout=None):
+    """``decoder_layer``'s output and the values its backward reads: (out, saved),
+    as ``encoder_layer_saved``: the sums and LayerNorm outputs between the three
+    sub-layers (post-LN: a, Y1, b, Y2, c; pre-LN: n1, Y1, n2, Y2, n3) and what each
+    sub-layer kept (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``).
+    """
+    p = params
+    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
+    _check_inputs(y, memory, p, self_mask, memory_mask, 0)
+    s = {"self": {}, "cross": {}, "ffn": {}}
+
+    def norm(i, h):
+        return layer_norm(
+            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
+        )
+
+    def self_attn(h):
+        return multi_head_attention(h, p.self_attn, self_mask, saved=s["self"])[0]
+
+    def cross_attn(h):
+        return multi_head_attention(h, p.cross_attn, memory_mask, memory,
+                                    saved=s["cross"])[0]
+
+    if norm_first:
+        s["n1"] = norm(1, y)
+        s["y1"] = y + drop(self_attn(s["n1"]), m_self)
+        s["n2"] = norm(2, s["y1"])
+        s["y2"] = s["y1"] + drop(cross_attn(s["n2"]), m_cross)
+        s["n3"] = norm(3, s["y2"])
+        return s["y2"] + drop(feed_forward(s["n3"], p.ffn, s["ffn"]), m_ffn), s
+    s["a"] = y + drop(self_attn(y), m_self)
+    s["y1"] = norm(1, s["a"])
+    s["b"] = s["y1"] + drop(cross_attn(s["y1"]), m_cross)
+    s["y2"] = norm(2, s["b"])
+    s["c"] = s["y2"] + drop(feed_forward(s["y2"], p.ffn, s["ffn"]), m_ffn)
+    return norm(3, s["c"]), s
+
+
 def decoder_layer_backward(
     y,
     memory,
@@ -150,9 +189,10 @@ def decoder_layer_backward(
     memory_mask=None,
     norm_first=False,
     dropout=None,
+    saved=None,
 ):
-    """The gradients of ``decoder_layer``, its three sub-layers in reverse order (the
-    forward's intermediate values are recomputed). Post-LN (the paper's):
+    """The gradients of ``decoder_layer``, its three sub-layers in reverse order.
+    Post-LN (the paper's):
 
         forward                                 backward
         Y1 = LN₁(R₁), R₁ = Y + SelfAttn(Y)        g_R₁ = LN₁ᵀ(g_Y1),
@@ -166,60 +206,47 @@ def decoder_layer_backward(
     values. With dropout masks M₁, M₂, M₃ (the forward's), R₁ = Y + M₁ ⊙ SelfAttn(Y)
     and so on: each sub-layer's gradient is multiplied by its mask,
     g_Y = g_R₁ + SelfAttnᵀ(M₁ ⊙ g_R₁).
+    saved: the forward's values (``decoder_layer_saved``); by default recomputed.
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
     """
     p = params
     m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
     _check_inputs(y, memory, p, self_mask, memory_mask, 0)
-
-    def norm(i, h):
-        return layer_norm(
-            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
-        )
+    if saved is None:
+        _, saved = decoder_layer_saved(y, memory, p, self_mask, memory_mask,
+                                       norm_first, dropout)
+    s = saved
 
     def norm_backward(i, h, g):
         return layer_norm_backward(h, getattr(p, f"norm{i}_gamma"), g, p.eps)
-
-    def self_attn(h):
-        return multi_head_attention(h, p.self_attn, self_mask)[0]
-
-    def cross_attn(h):
-        return multi_head_attention(h, p.cross_attn, memory_mask, memory)[0]
 
     g = grad_output
     # pre-LN: Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), mem),
     #         Y3 = Y2 + FFN(LN₃(Y2))
     if norm_first:
-        n1 = norm(1, y)
-        y1 = y + drop(self_attn(n1), m_self)
-        n2 = norm(2, y1)
-        y2 = y1 + drop(cross_attn(n2), m_cross)
-        n3 = norm(3, y2)
-        g_n3, g_ffn = feed_forward_backward(n3, p.ffn, drop(g, m_ffn))
-        g_ln3, g_gamma3, g_beta3 = norm_backward(3, y2, g_n3)
+        g_n3, g_ffn = feed_forward_backward(s["n3"], p.ffn, drop(g, m_ffn), s["ffn"])
+        g_ln3, g_gamma3, g_beta3 = norm_backward(3, s["y2"], g_n3)
         g_y2 = g + g_ln3
         g_n2, g_memory, g_cross = multi_head_attention_backward(
-            n2, p.cross_attn, drop(g_y2, m_cross), memory_mask, memory)
-        g_ln2, g_gamma2, g_beta2 = norm_backward(2, y1, g_n2)
+            s["n2"], p.cross_attn, drop(g_y2, m_cross), memory_mask, memory,
+            saved=s["cross"])
+        g_ln2, g_gamma2, g_beta2 = norm_backward(2, s["y1"], g_n2)
         g_y1 = g_y2 + g_ln2
-        g_n1, _, g_self = multi_head_attention_backward(n1, p.self_attn,
-                                                        drop(g_y1, m_self), self_mask)
+        g_n1, _, g_self = multi_head_attention_backward(
+            s["n1"], p.self_attn, drop(g_y1, m_self), self_mask, saved=s["self"])
         g_ln1, g_gamma1, g_beta1 = norm_backward(1, y, g_n1)
         g_y = g_y1 + g_ln1
     else:
-        a = y + drop(self_attn(y), m_self)
-        y1 = norm(1, a)
-        b = y1 + drop(cross_attn(y1), m_cross)
-        y2 = norm(2, b)
-        c = y2 + drop(feed_forward(y2, p.ffn), m_ffn)
-        g_c, g_gamma3, g_beta3 = norm_backward(3, c, g)
-        g_ffn_y2, g_ffn = feed_forward_backward(y2, p.ffn, drop(g_c, m_ffn))
-        g_b, g_gamma2, g_beta2 = norm_backward(2, b, g_c + g_ffn_y2)
+        g_c, g_gamma3, g_beta3 = norm_backward(3, s["c"], g)
+        g_ffn_y2, g_ffn = feed_forward_backward(s["y2"], p.ffn, drop(g_c, m_ffn),
+                                                s["ffn"])
+        g_b, g_gamma2, g_beta2 = norm_backward(2, s["b"], g_c + g_ffn_y2)
         g_cross_y1, g_memory, g_cross = multi_head_attention_backward(
-            y1, p.cross_attn, drop(g_b, m_cross), memory_mask, memory)
-        g_a, g_gamma1, g_beta1 = norm_backward(1, a, g_b + g_cross_y1)
+            s["y1"], p.cross_attn, drop(g_b, m_cross), memory_mask, memory,
+            saved=s["cross"])
+        g_a, g_gamma1, g_beta1 = norm_backward(1, s["a"], g_b + g_cross_y1)
         g_self_y, _, g_self = multi_head_attention_backward(
-            y, p.self_attn, drop(g_a, m_self), self_mask)
+            y, p.self_attn, drop(g_a, m_self), self_mask, saved=s["self"])
         g_y = g_a + g_self_y
     grads = dataclasses.replace(
         p,

@@ -13,7 +13,10 @@ drew. A mask of None means no dropout.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from array_api_compat import array_namespace, device, is_torch_array
 
@@ -27,23 +30,31 @@ def dropout_mask(rng, p_drop: float, shape, like):
     """M = B / (1 − p) with B ~ Bernoulli(1 − p), of ``shape``, in the library,
     dtype and device of ``like``; None when p_drop == 0.
 
-    rng: a NumPy Generator (the mask is drawn on the CPU and moved to ``like``'s
-    device) or, for torch arrays, a ``torch.Generator`` on their device.
+    rng: a NumPy Generator (the mask is drawn on the CPU, at ``like``'s precision,
+    and moved to ``like``'s device) or, for torch arrays, a ``torch.Generator`` on
+    their device.
     """
     _check_rate(p_drop, rng)
     if p_drop == 0:
         return None
     xp = array_namespace(like)
+    u = _uniform(rng, tuple(shape), like)               # U[0, 1), like's dtype
+    keep = xp.astype(u >= p_drop, like.dtype)           # B: P(keep) = 1 − p
+    return keep / (1 - p_drop)
+
+
+def _uniform(rng, shape, like):
+    """U[0, 1) of ``shape`` in one call of ``rng``, at ``like``'s precision (float32
+    draws float32: no float64 array made and cast), on ``like``'s device."""
+    xp = array_namespace(like)
     if is_torch_array(like) and type(rng).__name__ == "Generator" \
             and type(rng).__module__.startswith("torch"):
         import torch
 
-        u = torch.rand(tuple(shape), generator=rng, dtype=like.dtype,
-                       device=like.device)
-    else:
-        u = xp.asarray(rng.random(tuple(shape)), dtype=like.dtype, device=device(like))
-    keep = xp.astype(u >= p_drop, like.dtype)           # B: P(keep) = 1 − p
-    return keep / (1 - p_drop)
+        return torch.rand(shape, generator=rng, dtype=like.dtype, device=like.device)
+    dtype = np.float32 if like.dtype == xp.float32 else np.float64
+    return xp.asarray(rng.random(shape, dtype=dtype), dtype=like.dtype,
+                      device=device(like))
 
 
 @dataclass(frozen=True)
@@ -66,17 +77,25 @@ class DropoutMasks:
     def draw(cls, rng, p_drop, params, x, y):
         """Masks for a model ``params`` whose embedded source is x (..., n_src,
         d_model) and target y (..., n_tgt, d_model); None when p_drop == 0.
-        Drawn in this order: source, target, encoder layers, decoder layers."""
+        One call of ``rng`` draws them all, at x's precision, laid out in this order:
+        source, target, encoder layers (attention, feed-forward), decoder layers
+        (self-attention, cross-attention, feed-forward); each mask is a view of it."""
         _check_rate(p_drop, rng)
         if p_drop == 0:
             return None
-
-        def mask(like):
-            return dropout_mask(rng, p_drop, like.shape, like)
-
-        src, tgt = mask(x), mask(y)
-        encoder = tuple((mask(x), mask(x)) for _ in params.encoder_layers)
-        decoder = tuple((mask(y), mask(y), mask(y)) for _ in params.decoder_layers)
+        n_enc, n_dec = len(params.encoder_layers), len(params.decoder_layers)
+        sizes = [math.prod(x.shape), math.prod(y.shape)]
+        sizes += [sizes[0]] * (2 * n_enc) + [sizes[1]] * (3 * n_dec)
+        flat = dropout_mask(rng, p_drop, (sum(sizes),), x)
+        xp, start, views = array_namespace(x), 0, []
+        for i, n in enumerate(sizes):
+            like = x if i == 0 or 2 <= i < 2 + 2 * n_enc else y
+            views.append(xp.reshape(flat[start:start + n], like.shape))
+            start += n
+        src, tgt, rest = views[0], views[1], views[2:]
+        encoder = tuple((rest[2 * i], rest[2 * i + 1]) for i in range(n_enc))
+        rest = rest[2 * n_enc:]
+        decoder = tuple(tuple(rest[3 * i:3 * i + 3]) for i in range(n_dec))
         return cls(src, tgt, encoder, decoder)
 
 

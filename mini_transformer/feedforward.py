@@ -10,18 +10,21 @@ from . import _checks
 from ._grad import sum_to
 
 
-def feed_forward(x, params):
+def feed_forward(x, params, saved=None):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to every position alike.
 
     x: (..., n, d_model)   W_1: (d_model, d_ff)   W_2: (d_ff, d_model)
+    saved: a dict that keeps the hidden layer for ``feed_forward_backward``.
     """
     p = params
     xp = _check(x, p)
-    hidden = xp.maximum(x @ p.W_1 + p.b_1, 0.0)  # (..., n, d_ff)
-    return hidden @ p.W_2 + p.b_2               # (..., n, d_model)
+    hidden = xp.maximum(_rows_matmul(x, p.W_1) + p.b_1, 0.0)  # (..., n, d_ff)
+    if saved is not None:
+        saved["hidden"] = hidden
+    return _rows_matmul(hidden, p.W_2) + p.b_2               # (..., n, d_model)
 
 
-def feed_forward_backward(x, params, grad_output):
+def feed_forward_backward(x, params, grad_output, saved=None):
     """The gradients of FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2, with g = ∂L/∂FFN(x):
 
         ∂L/∂W_2 = Rᵀ g,  ∂L/∂b_2 = Σ_rows g,           R = ReLU(x W_1 + b_1)
@@ -30,6 +33,7 @@ def feed_forward_backward(x, params, grad_output):
 
     (ReLU's derivative at exactly 0 is taken as 0, as torch does.) The weight
     gradients sum over every position of every sequence: one W for all of them.
+    saved: the forward's R (``feed_forward(x, params, saved)``), else recomputed.
     Returns (grad_x, grad_params), grad_params a ``FeedForwardParams``.
     """
     p = params
@@ -40,15 +44,27 @@ def feed_forward_backward(x, params, grad_output):
         f"grad_output must have the output's shape {(*x.shape[:-1], p.d_model)}, "
         f"got {tuple(grad_output.shape)}",
     )
-    a = x @ p.W_1 + p.b_1                                     # (..., n, d_ff)
-    hidden = xp.maximum(a, 0.0)
-    grad_a = (grad_output @ p.W_2.T) * xp.astype(a > 0, a.dtype)   # (..., n, d_ff)
+    if saved:
+        hidden = saved["hidden"]                              # R, (..., n, d_ff)
+    else:
+        hidden = xp.maximum(_rows_matmul(x, p.W_1) + p.b_1, 0.0)
+    # U > 0 exactly where R > 0
+    grad_a = _rows_matmul(grad_output, p.W_2.T) * xp.astype(hidden > 0, hidden.dtype)
     grads = dataclasses.replace(
         p,
         W_1=_rows_outer(x, grad_a), b_1=sum_to(grad_a, p.b_1.shape),
         W_2=_rows_outer(hidden, grad_output), b_2=sum_to(grad_output, p.b_2.shape),
     )
-    return grad_a @ p.W_1.T, grads                            # (..., n, d_model)
+    return _rows_matmul(grad_a, p.W_1.T), grads               # (..., n, d_model)
+
+
+def _rows_matmul(a, W):
+    """a @ W for a (..., d_in) and a matrix W, as one product over all rows (NumPy
+    runs a stack of small products one by one)."""
+    xp = array_namespace(a)
+    return xp.reshape(
+        xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1])
+    )
 
 
 def _rows_outer(a, b):

@@ -17,7 +17,7 @@ from .attention import (
     scaled_dot_product_attention,
     scaled_dot_product_attention_backward,
 )
-from .feedforward import _rows_outer
+from .feedforward import _rows_matmul, _rows_outer
 
 
 def _heads_mask(mask):
@@ -28,8 +28,32 @@ def _heads_mask(mask):
 
 
 def _project(x, W, b):
-    """x W_i + b_i for every head i at once: (..., n, d_model) -> (..., h, n, d)."""
-    return x[..., None, :, :] @ W + b[:, None, :]
+    """x W_i + b_i for every head i at once: (..., n, d_model) -> (..., h, n, d),
+    as one product of all the rows by the heads' matrices side by side."""
+    return _projections(x, (W,), (b,))[0]
+
+
+def _projections(x, Ws, bs):
+    """x W + b for several projections (h, d_model, d) at once, e.g. (W_K, W_V): one
+    product of all the rows of x (..., n, d_model) by [W_1 | W_2 | ...], each head's
+    columns side by side, then split into one (..., h, n, d) array per projection."""
+    xp = array_namespace(x)
+    W = xp.concat([_side_by_side(W) for W in Ws], axis=1)    # (d_model, Σ h·d)
+    b = xp.concat([xp.reshape(b, (-1,)) for b in bs])         # (Σ h·d,)
+    y = _rows_matmul(x, W) + b                                # (..., n, Σ h·d)
+    out, start = [], 0
+    for W_i in Ws:
+        h, d = W_i.shape[0], W_i.shape[2]
+        part = y[..., start:start + h * d]                    # (..., n, h·d)
+        out.append(xp.moveaxis(xp.reshape(part, (*part.shape[:-1], h, d)), -2, -3))
+        start += h * d
+    return out
+
+
+def _side_by_side(W):
+    """(h, d_model, d) -> (d_model, h·d): the heads' matrices as column blocks."""
+    xp = array_namespace(W)
+    return xp.reshape(xp.moveaxis(W, 0, 1), (W.shape[1], -1))
 
 
 def key_values(memory, params):
@@ -37,12 +61,12 @@ def key_values(memory, params):
 
     memory: (..., n_k, d_model) -> K: (..., h, n_k, d_k), V: (..., h, n_k, d_v)
     """
-    return _project(memory, params.W_K, params.b_K), _project(
-        memory, params.W_V, params.b_V
-    )
+    k, v = _projections(memory, (params.W_K, params.W_V), (params.b_K, params.b_V))
+    return k, v
 
 
-def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=None):
+def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=None,
+                         saved=None):
     """MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O.
 
     x: (..., n_q, d_model)   memory: (..., n_k, d_model), default x
@@ -52,23 +76,30 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=N
     ``scaled_dot_product_attention`` (the torch layer passes a fused one).
     kv: the keys and values ``key_values(memory, params)`` computed earlier, in
     place of ``memory`` (the decoder's key/value cache).
+    saved: a dict the forward fills with Q, K, V, the weights and Concat, for
+    ``multi_head_attention_backward`` (training); None keeps nothing.
     Returns (output (..., n_q, d_model), weights (..., n_heads, n_q, n_k)).
     """
     p = params
     k, v = kv or (None, None)
     xp = _check(x, p, mask, memory, k, v)
-    if kv is None:
-        memory = x if memory is None else memory
+    if kv is not None:
+        q = _project(x, p.W_Q, p.b_Q)                  # (..., h, n_q, d_k)
+    elif memory is None:   # self-attention: Q, K, V in one product, X [W_Q|W_K|W_V]
+        q, k, v = _projections(x, (p.W_Q, p.W_K, p.W_V), (p.b_Q, p.b_K, p.b_V))
+    else:
+        q = _project(x, p.W_Q, p.b_Q)
         k, v = key_values(memory, p)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
     attention = attention or scaled_dot_product_attention
-    q = _project(x, p.W_Q, p.b_Q)                      # (..., h, n_q, d_k)
     heads, weights = attention(q, k, v, _heads_mask(mask))  # (..., h, n_q, d_v)
-    heads = xp.moveaxis(heads, -3, -2)                 # (..., n_q, h, d_v)
-    concat = xp.reshape(heads, (*heads.shape[:-2], p.n_heads * p.d_v))
-    return concat @ p.W_O + p.b_O, weights             # (..., n_q, d_model)
+    concat = _concat_heads(heads)                      # (..., n_q, h * d_v)
+    if saved is not None:
+        saved.update(q=q, k=k, v=v, weights=weights, concat=concat)
+    return _rows_matmul(concat, p.W_O) + p.b_O, weights  # (..., n_q, d_model)
 
 
-def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None):
+def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None,
+                                  saved=None):
     """The gradients of MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O, with
     head_i = Attention(X W_Q_i + b_Q_i, X_kv W_K_i + b_K_i, X_kv W_V_i + b_V_i).
 
@@ -78,39 +109,66 @@ def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None
         (∂L/∂Q_i, ∂L/∂K_i, ∂L/∂V_i)       the attention backward, head by head
         ∂L/∂W_Q_i = Xᵀ ∂L/∂Q_i,  ∂L/∂X = Σ_i ∂L/∂Q_i W_Q_iᵀ   (K, V likewise, from X_kv)
 
-    In self-attention X_kv = X: X gets the gradients of all three projections.
-    The forward's Q, K, V and weights are recomputed. mask, memory: as in the forward.
+    In self-attention X_kv = X: X gets the gradients of all three projections, as
+    one product by [W_Q | W_K | W_V]ᵀ. The forward's Q, K, V and weights come from
+    ``saved`` (filled by ``multi_head_attention(..., saved=saved)`` on the same
+    inputs) or, by default, are recomputed. mask, memory: as in the forward.
     Returns (grad_x, grad_memory, grad_params); grad_memory is None for
     self-attention (its share is in grad_x); grad_params is a ``MultiHeadParams``.
     """
     p = params
     xp = _check(x, p, mask, memory, grad_output=grad_output)
     m = x if memory is None else memory
-    q = _project(x, p.W_Q, p.b_Q)                            # (..., h, n_q, d_k)
-    k, v = key_values(m, p)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
-    heads, weights = scaled_dot_product_attention(q, k, v, _heads_mask(mask))
-    concat = _concat_heads(heads)                            # (..., n_q, h * d_v)
-    grad_concat = grad_output @ p.W_O.T                      # (..., n_q, h * d_v)
+    if not saved:
+        saved = {}
+        multi_head_attention(x, p, mask, memory, saved=saved)
+    q, k, v, weights = saved["q"], saved["k"], saved["v"], saved["weights"]
+    concat = saved["concat"]                                 # (..., n_q, h * d_v)
+    grad_concat = _rows_matmul(grad_output, p.W_O.T)         # (..., n_q, h * d_v)
     grad_heads = xp.moveaxis(
         xp.reshape(grad_concat, (*grad_concat.shape[:-1], p.n_heads, p.d_v)), -2, -3)
     grad_q, grad_k, grad_v = scaled_dot_product_attention_backward(
         q, k, v, grad_heads, _heads_mask(mask), weights=weights)  # (..., h, n, d) each
-    grad_x = _project_backward(x, p.W_Q, grad_q)
-    grad_m = _project_backward(m, p.W_K, grad_k) + _project_backward(m, p.W_V, grad_v)
+    if memory is None:  # one product for all three: X is their common input
+        grad_x, (g_WQ, g_WK, g_WV) = _projections_backward(
+            x, (p.W_Q, p.W_K, p.W_V), (grad_q, grad_k, grad_v))
+        grad_m = None
+    else:
+        grad_x, (g_WQ,) = _projections_backward(x, (p.W_Q,), (grad_q,))
+        grad_m, (g_WK, g_WV) = _projections_backward(m, (p.W_K, p.W_V),
+                                                     (grad_k, grad_v))
     grads = dataclasses.replace(
         p,
-        W_Q=_heads_outer(x, grad_q),
-        W_K=_heads_outer(m, grad_k),
-        W_V=_heads_outer(m, grad_v),
+        W_Q=g_WQ,
+        W_K=g_WK,
+        W_V=g_WV,
         W_O=_rows_outer(concat, grad_output),
         b_Q=sum_to(grad_q, p.b_Q[:, None, :].shape)[:, 0, :],
         b_K=sum_to(grad_k, p.b_K[:, None, :].shape)[:, 0, :],
         b_V=sum_to(grad_v, p.b_V[:, None, :].shape)[:, 0, :],
         b_O=sum_to(grad_output, p.b_O.shape),
     )
-    if memory is None:
-        return grad_x + grad_m, None, grads
     return grad_x, grad_m, grads
+
+
+def _projections_backward(x, Ws, grads):
+    """The gradients of ``_projections(x, Ws, bs)`` from each output's gradient
+    (..., h, n, d): ∂L/∂x = G [W_1 | W_2 | ...]ᵀ summed back to x's shape, and each
+    ∂L/∂W_i = xᵀ G_i summed over every row, (h, d_model, d); G the gradients'
+    heads side by side, as one product each."""
+    xp = array_namespace(x)
+    G = xp.concat([_concat_heads(g) for g in grads], axis=-1)   # (..., n, Σ h·d)
+    W = xp.concat([_side_by_side(W) for W in Ws], axis=1)       # (d_model, Σ h·d)
+    grad_x = sum_to(_rows_matmul(G, W.T), x.shape)
+    xb = xp.broadcast_to(x, (*G.shape[:-1], x.shape[-1]))       # (..., n, d_model)
+    outer = _rows_outer(xb, G)                                  # (d_model, Σ h·d)
+    grad_Ws, start = [], 0
+    for W_i in Ws:
+        h, d = W_i.shape[0], W_i.shape[2]
+        block = xp.reshape(outer[:, start:start + h * d], (x.shape[-1], h, d))
+        grad_Ws.append(xp.moveaxis(block, 1, 0))               # (h, d_model, d)
+        start += h * d
+    return grad_x, grad_Ws
 
 
 def _concat_heads(a):
@@ -119,34 +177,6 @@ def _concat_heads(a):
     """
     xp = array_namespace(a)
     return xp.reshape(xp.moveaxis(a, -3, -2), (*a.shape[:-3], a.shape[-2], -1))
-
-
-def _project_backward(x, W, grad):
-    """∂L/∂x of ``_project``: Σ_i grad_i W_iᵀ, back to x's shape (..., n, d_model).
-
-    The sum over heads is one matrix product: Concat_i(grad_i) [W_1ᵀ; ...; W_hᵀ]."""
-    xp = array_namespace(grad)
-    W_stacked = xp.reshape(W.mT, (-1, W.shape[-2]))          # (h·d, d_model)
-    return sum_to(_rows_matmul(_concat_heads(grad), W_stacked), x.shape)
-
-
-def _heads_outer(x, grad):
-    """∂L/∂W of ``_project`` for every head: Σ over the batch of xᵀ grad_i,
-    (h, d_model, d),
-    as one matrix product xᵀ Concat_i(grad_i) over all rows."""
-    xp = array_namespace(grad)
-    h, d = grad.shape[-3], grad.shape[-1]
-    x = xp.broadcast_to(x, (*grad.shape[:-3], *x.shape[-2:]))  # (..., n, d_model)
-    outer = _rows_outer(x, _concat_heads(grad))              # (d_model, h·d)
-    return xp.moveaxis(xp.reshape(outer, (x.shape[-1], h, d)), 1, 0)
-
-
-def _rows_matmul(a, W):
-    """a @ W for a (..., d_in) and a matrix W, as one product over all rows."""
-    xp = array_namespace(a)
-    return xp.reshape(
-        xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1])
-    )
 
 
 def _check(x, p, mask, memory, k=None, v=None, grad_output=None):

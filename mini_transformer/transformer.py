@@ -11,10 +11,10 @@ from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy
 
 from . import _checks
 from .attention import as_mask, causal_mask
-from .decoder import decoder, decoder_layer, decoder_layer_backward
+from .decoder import decoder, decoder_layer_backward, decoder_layer_saved
 from .dropout import DropoutMasks, dropout
-from .encoder import encoder, encoder_layer, encoder_layer_backward
-from .feedforward import _rows_outer
+from .encoder import encoder, encoder_layer_backward, encoder_layer_saved
+from .feedforward import _rows_matmul, _rows_outer
 from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
 from .positional import positional_encoding
@@ -203,6 +203,14 @@ def check_src_mask(src_mask, x):
                             "(batch, 1, n_src)")
 
 
+def key_mask(src_mask, x):
+    """A source (key) mask in x's library, device and dtype convention, once per
+    batch: (batch, 1, n_src), or None."""
+    if src_mask is None:
+        return None
+    return as_mask(src_mask, x, (*x.shape[:-2], 1, x.shape[-2]), array_namespace(x))
+
+
 def loss_and_grads(
     params,
     src_tokens,
@@ -219,10 +227,11 @@ def loss_and_grads(
     """The training loss and its gradient for every array of ``params``.
 
     loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): the
-    forward keeps each layer's input; the backward runs the layers in reverse, each
-    ``*_backward`` recomputing what it needs from its input. The memory feeds every
-    decoder layer, so its gradient is the sum of theirs. The tied embedding E is used
-    three times (source, target, output projection): its gradient is the sum of three.
+    forward keeps each layer's input and the values its backward reads
+    (``encoder_layer_saved``); the backward runs the layers in reverse. The memory
+    feeds every decoder layer, so its gradient is the sum of theirs. The tied embedding
+    E is used three times (source, target, output projection): its gradient is the sum
+    of three.
     Masks, ``norm_first`` and dropout (p_drop, rng) as in ``transformer``: the same
     rng state draws the same masks, and the backward multiplies by them too.
     Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
@@ -233,43 +242,51 @@ def loss_and_grads(
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
     y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
     check_src_mask(src_mask, x)
-    masks = DropoutMasks.draw(rng, p_drop, params, x, y)
+    src_mask = key_mask(src_mask, x)      # built once, for all 3 · n_layers attentions
+    masks = DropoutMasks.draw(rng, p_drop, params, x, y)  # one draw for every site
     m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
                               (None,) * len(params.decoder_layers))
     x, y = dropout(x, m.src), dropout(y, m.tgt)
     self_mask = _and_causal(tgt_mask, y)
     _check_embedded(x, y, params, src_mask, self_mask, src_mask)
-    # Forward, keeping the input of every layer.
-    xs = [x]
+    # Forward, keeping each layer's input and the values its backward reads.
+    xs, enc_saved = [x], []
     for layer, drop in zip(params.encoder_layers, m.encoder):
-        xs.append(encoder_layer(xs[-1], layer, src_mask, norm_first, dropout=drop))
+        out, saved = encoder_layer_saved(xs[-1], layer, src_mask, norm_first, drop)
+        xs.append(out)
+        enc_saved.append(saved)
     memory = _final_norm(xs[-1], params.encoder_norm_gamma, params.encoder_norm_beta,
                          params.eps)
-    ys = [y]
+    ys, dec_saved = [y], []
     for layer, drop in zip(params.decoder_layers, m.decoder):
-        ys.append(decoder_layer(ys[-1], memory, layer, self_mask, src_mask, norm_first,
-                                dropout=drop))
+        out, saved = decoder_layer_saved(ys[-1], memory, layer, self_mask, src_mask,
+                                         norm_first, drop)
+        ys.append(out)
+        dec_saved.append(saved)
     h = _final_norm(
         ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
     )
-    logits = h @ E.T                                     # (..., n_tgt, vocab_size)
+    logits = _rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
     loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
     # Backward: output projection, decoder, encoder, embeddings.
     g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
     g_E = _rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
-    g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_logits @ E)
+    g_h = _rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
+    g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_h)
     g_memory, dec_grads = 0.0, []
-    for layer, y_in, drop in zip(reversed(params.decoder_layers), reversed(ys[:-1]),
-                                 reversed(m.decoder)):
+    for layer, y_in, drop, saved in zip(reversed(params.decoder_layers),
+                                        reversed(ys[:-1]), reversed(m.decoder),
+                                        reversed(dec_saved)):
         g_y, g_m, grads = decoder_layer_backward(y_in, memory, layer, g_y, self_mask,
-                                                 src_mask, norm_first, dropout=drop)
+                                                 src_mask, norm_first, drop, saved)
         g_memory, dec_grads = g_memory + g_m, [grads, *dec_grads]
     g_x, g_enc_norm = _final_norm_backward(xs[-1], params, "encoder", g_memory)
     enc_grads = []
-    for layer, x_in, drop in zip(reversed(params.encoder_layers), reversed(xs[:-1]),
-                                 reversed(m.encoder)):
+    for layer, x_in, drop, saved in zip(reversed(params.encoder_layers),
+                                        reversed(xs[:-1]), reversed(m.encoder),
+                                        reversed(enc_saved)):
         g_x, grads = encoder_layer_backward(x_in, layer, g_x, src_mask, norm_first,
-                                            dropout=drop)
+                                            drop, saved)
         enc_grads = [grads, *enc_grads]
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
     g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)

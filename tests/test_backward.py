@@ -10,6 +10,7 @@ softmax Jacobian diag(p) − p pᵀ, and small cases derived by hand.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import tracemalloc
 
 import numpy as np
@@ -18,6 +19,9 @@ import torch
 from helpers import max_abs, t64
 
 import mini_transformer as mt
+from mini_transformer.decoder import decoder_layer_saved
+from mini_transformer.dropout import dropout_mask
+from mini_transformer.encoder import encoder_layer_saved
 from mini_transformer.optim import tree_leaves
 
 TOL = 1e-10        # float64, every backward (the issue)
@@ -455,3 +459,125 @@ def test_backward_refuses_grad_output_of_the_wrong_shape(rng):
         mt.scaled_dot_product_attention_backward(x, x, x, x[..., :2])
     with pytest.raises(ValueError, match="same shape"):
         mt.softmax_backward(x, x[0])
+
+
+# --- the training path: the forward's saved values -------------------------------
+
+def module(name):
+    return importlib.import_module(f"mini_transformer.{name}")
+
+
+def _no_forward(*args, **kwargs):
+    raise AssertionError("the backward ran a forward although it had the saved values")
+
+
+def _same_tree(a, b, tol):
+    pairs = list(zip(tree_leaves(a), tree_leaves(b), strict=True))
+    return max(max_abs(u, v) for u, v in pairs) <= tol
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_saved_and_recomputing_backward_agree(rng, norm_first, monkeypatch):
+    """encoder/decoder layers: the backward reading the forward's saved values gives
+    what the backward that recomputes them gives, and runs no forward; the saving
+    forward's output is the readable layer's."""
+    enc = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
+    dec = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
+    x, y = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
+    gx, gy = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
+    src_mask, causal = mt.padding_mask([5, 3], 5), mt.causal_mask(4)
+    out, saved = encoder_layer_saved(x, enc, src_mask, norm_first)
+    assert max_abs(out, mt.encoder_layer(x, enc, src_mask, norm_first)) < 1e-14
+    b = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first)
+    with monkeypatch.context() as m:
+        for name in ("multi_head_attention", "feed_forward"):
+            m.setattr(module("encoder"), name, _no_forward)
+            m.setattr(module("multihead"), name, _no_forward, raising=False)
+        a = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first, saved=saved)
+    assert max_abs(a[0], b[0]) < 1e-14 and _same_tree(a[1], b[1], 1e-14)
+    out, saved = decoder_layer_saved(y, x, dec, causal, src_mask, norm_first)
+    want = mt.decoder_layer(y, x, dec, causal, src_mask, norm_first)
+    assert max_abs(out, want) < 1e-14
+    b = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask, norm_first)
+    with monkeypatch.context() as m:
+        for name in ("multi_head_attention", "feed_forward"):
+            m.setattr(module("decoder"), name, _no_forward)
+            m.setattr(module("multihead"), name, _no_forward, raising=False)
+        a = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask, norm_first,
+                                      saved=saved)
+    assert max_abs(a[0], b[0]) < 1e-14 and max_abs(a[1], b[1]) < 1e-14
+    assert _same_tree(a[2], b[2], 1e-14)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_saved_backward_against_autograd(rng, norm_first):
+    """The saved-values backward of a decoder layer, with dropout, on the saving
+    forward's values, against autograd through the readable forward (float64)."""
+    p = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
+    y, memory, g = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8)), \
+        rng.normal(size=(2, 4, 8))
+    masks = tuple(dropout_mask(rng, 0.3, y.shape, y) for _ in range(3))
+    self_mask, memory_mask = mt.causal_mask(4), mt.padding_mask([6, 3], 6)
+    _, saved = decoder_layer_saved(y, memory, p, self_mask, memory_mask, norm_first,
+                                      masks)
+    grad_y, grad_m, grads = mt.decoder_layer_backward(
+        y, memory, p, g, self_mask, memory_mask, norm_first, masks, saved)
+    tp, ty, tm = autograd_params(p), leaf(y), leaf(memory)
+    mt.decoder_layer(ty, tm, tp, torch.as_tensor(self_mask),
+                     torch.as_tensor(memory_mask), norm_first,
+                     dropout=tuple(t64(m) for m in masks)).backward(t64(g))
+    assert max_abs(grad_y, ty.grad) < TOL and max_abs(grad_m, tm.grad) < TOL
+    assert worst(grads, tp) < TOL
+
+
+def test_saved_sub_layers_against_autograd(rng):
+    """multi-head attention and the FFN: backward from the forward's saved dict."""
+    p, f = mt.MultiHeadParams.random(rng, d_model=8, n_heads=2), \
+        mt.FeedForwardParams.random(rng, d_model=8, d_ff=12)
+    x, g = rng.normal(size=(3, 5, 8)), rng.normal(size=(3, 5, 8))
+    saved_attn, saved_ffn = {}, {}
+    mt.multi_head_attention(x, p, mt.causal_mask(5), saved=saved_attn)
+    mt.feed_forward(x, f, saved=saved_ffn)
+    assert set(saved_attn) == {"q", "k", "v", "weights", "concat"}
+    assert set(saved_ffn) == {"hidden"}
+    tp, tf, tx, tx2 = autograd_params(p), autograd_params(f), leaf(x), leaf(x)
+    causal = torch.as_tensor(mt.causal_mask(5))
+    mt.multi_head_attention(tx, tp, causal)[0].backward(t64(g))
+    mt.feed_forward(tx2, tf).backward(t64(g))
+    grad_x, _, grads = mt.multi_head_attention_backward(x, p, g, mt.causal_mask(5),
+                                                        saved=saved_attn)
+    assert max_abs(grad_x, tx.grad) < TOL and worst(grads, tp) < TOL
+    grad_x, grads = mt.feed_forward_backward(x, f, g, saved=saved_ffn)
+    assert max_abs(grad_x, tx2.grad) < TOL and worst(grads, tf) < TOL
+
+
+def test_training_step_stays_float32(rng):
+    """float32 params and masks: the loss, every gradient and every saved value are
+    float32 (NumPy 2 would promote on a float64 array or NumPy scalar)."""
+    p, src, tgt_in, tgt_out = model_case(rng, True)
+    p32 = p.map(lambda a: a.astype(np.float32))
+    loss, grads = mt.loss_and_grads(p32, src, tgt_in, tgt_out, 0.1, 1,
+                                    src_mask=mt.padding_mask([5, 3, 4], 5), p_drop=0.1,
+                                    rng=np.random.default_rng(0))
+    assert np.asarray(loss).dtype == np.float32
+    assert {a.dtype for a in tree_leaves(grads)} == {np.dtype(np.float32)}
+    x = p32.embedding[src]
+    _, saved = encoder_layer_saved(x, p32.encoder_layers[0])
+
+    def leaves(d):
+        for v in d.values():
+            yield from leaves(v) if isinstance(v, dict) else [v]
+
+    assert {a.dtype for a in leaves(saved)} == {np.dtype(np.float32)}
+
+
+def test_saved_backward_on_torch_tensors(rng):
+    """The same saving forward and backward run on torch tensors (the Array API)."""
+    p = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
+    x, g = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
+    tp = p.map(t64)
+    _, saved = encoder_layer_saved(t64(x), tp)
+    grad_x, grads = mt.encoder_layer_backward(t64(x), tp, t64(g), saved=saved)
+    want_x, want = mt.encoder_layer_backward(x, p, g)
+    assert isinstance(grad_x, torch.Tensor)
+    assert max_abs(grad_x, want_x) < 1e-13 and _same_tree(grads, want, 1e-13)

@@ -158,3 +158,56 @@ def test_refused(rng, kw, match):
                                     n_layers=1)
     with pytest.raises(ValueError, match=match):
         mt.transformer(np.array([[2, 3]]), np.array([[0, 4]]), p, **kw)
+
+
+class CountingGenerator:
+    """A NumPy Generator that records each call of ``random`` (size, dtype)."""
+
+    def __init__(self, seed):
+        self.rng, self.calls = np.random.default_rng(seed), []
+
+    def random(self, size=None, dtype=np.float64):
+        self.calls.append((size, np.dtype(dtype)))
+        return self.rng.random(size, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_draw_per_step_at_the_working_precision(rng, dtype):
+    p = mt.TransformerParams.random(rng, vocab_size=11, d_model=8, n_heads=2,
+                                    n_layers=2).map(lambda a: a.astype(dtype))
+    x, y = np.zeros((3, 5, 8), dtype), np.zeros((3, 4, 8), dtype)
+    counting = CountingGenerator(0)
+    m = DropoutMasks.draw(counting, 0.1, p, x, y)
+    # one call for the 12 sites: 120 + 96 + 4 x 120 + 6 x 96 numbers, in x's dtype
+    assert counting.calls == [((120 + 96 + 4 * 120 + 6 * 96,), np.dtype(dtype))]
+    leaves = [m.src, m.tgt, *(a for pair in m.encoder for a in pair),
+              *(a for triple in m.decoder for a in triple)]
+    assert {a.dtype for a in leaves} == {np.dtype(dtype)}
+    # the same stream in a step of loss_and_grads: one call
+    counting = CountingGenerator(0)
+    src, tgt = rng.integers(2, 11, size=(3, 5)), rng.integers(0, 11, size=(3, 5))
+    mt.loss_and_grads(p, src, tgt[:, :-1], tgt[:, 1:], p_drop=0.1, rng=counting)
+    assert len(counting.calls) == 1
+
+
+def test_float64_masks_are_the_per_site_draws_in_order(rng):
+    """In float64 one call gives the numbers that one call per site gave, in the
+    order source, target, encoder (attention, FFN), decoder (self, cross, FFN):
+    NumPy's Generator fills an array from the same stream of doubles."""
+    p = mt.TransformerParams.random(rng, vocab_size=11, d_model=8, n_heads=2,
+                                    n_layers=2)
+    x, y = np.zeros((3, 5, 8)), np.zeros((3, 4, 8))
+    m = DropoutMasks.draw(np.random.default_rng(4), 0.3, p, x, y)
+    old = np.random.default_rng(4)
+    want = [(old.random(s.shape) >= 0.3) / 0.7
+            for s in (x, y, x, x, x, x, y, y, y, y, y, y)]
+    got = [m.src, m.tgt, *(a for pair in m.encoder for a in pair),
+           *(a for triple in m.decoder for a in triple)]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+def test_float32_masks_keep_the_rate(rng):
+    like = np.zeros(1, np.float32)
+    m = dropout_mask(np.random.default_rng(0), 0.1, (400, 500), like)
+    assert m.dtype == np.float32 and set(np.unique(m)) == {0.0, np.float32(1 / 0.9)}
+    assert abs(np.mean(m == 0) - 0.1) < 0.003   # 200,000 draws: σ ≈ 0.0007
