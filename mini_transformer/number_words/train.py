@@ -27,7 +27,7 @@ from ..params import TransformerParams
 from ..tasks import HELD_OUT_MODULUS, number_words, split_numbers
 from ..transformer import loss_and_grads
 from ..translation import exact_match, translate
-from .data import encode_pairs, training_numbers
+from .data import GERMAN_SPLIT, encode_pairs, training_numbers
 
 DATA = Path(__file__).resolve().parents[2] / "book" / "data"
 MODEL, BPE_FILE, LOG = "numbers_en_de.npz", "numbers_en_de_bpe.json", \
@@ -47,6 +47,11 @@ class Settings:
     each step in ``keep_steps`` (``EARLY``). n_final: how many held-out numbers the
     final evaluation decodes (None: all, 0: none); n_bpe: how many training numbers
     make the BPE's corpus; device None: NumPy, else torch tensors on that device.
+    bpe_split: the BPE's pre-tokenizer (``GERMAN_SPLIT``: German number words cut
+    around "hundert", "tausend" and "und", so that "tausend" at the end of a word is
+    one token, not the rare pieces a BPE learnt on whole words gives it);
+    round_share: the share of the draws of four digits or more rounded to whole
+    thousands (``training_numbers``).
     """
 
     steps: int = 2000
@@ -65,8 +70,8 @@ class Settings:
     dtype: str = "float32"
     n_chunk: int = 10_000
     n_bpe: int = 5000
-    bpe_split: str | None = None
-    round_share: float = 0.0
+    bpe_split: str | None = GERMAN_SPLIT
+    round_share: float = 0.05
     n_final: int | None = None
     average_last: int = 5
     average_every: int = 50
