@@ -143,7 +143,8 @@ def train(settings: Settings = Settings(), out_dir=DATA, log=print, progress=Non
             final[name] = exact_match(translate(sources, p, bpe, beam_size=beam), refs)
             log(f"held-out exact match, all {len(refs)}: {name} {final[name]:.4f}")
     record = dict(task="English number words to German (num2words), n < 1,000,000",
-                  held_out=f"n % {HELD_OUT_MODULUS} == 0 and n > 0 ({len(held)} numbers)",
+                  held_out=f"n % {HELD_OUT_MODULUS} == 0 and n > 0 "
+                           f"({len(held)} numbers)",
                   settings=dataclasses.asdict(s) | dict(
                       vocab_size=len(bpe), keep_steps=list(s.keep_steps),
                       device=str(s.device or "numpy")),
