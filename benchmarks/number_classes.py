@@ -19,6 +19,7 @@ on all million would take longer than the translation).
 
     python benchmarks/number_classes.py                       # all (long on 2 cores)
     python benchmarks/number_classes.py --parts 4 --part 0    # a quarter: run parts
+    python benchmarks/number_classes.py --beam-part           # the beam-4 part
     python benchmarks/number_classes.py --parts 4 --merge     # 0..3, then merge
     python benchmarks/number_classes.py --quick               # a smoke test
 
@@ -154,6 +155,8 @@ def main(argv=None):
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--part", type=int, help="decode only numbers part, part + parts,"
                     " ... greedily, into a parts folder beside --out")
+    ap.add_argument("--beam-part", action="store_true",
+                    help="decode only the beam-4 numbers, into the parts folder")
     ap.add_argument("--merge", action="store_true", help="merge the parts' files")
     ap.add_argument("--beam-sample", type=int, default=1000,
                     help="numbers of each class decoded by beam 4 (held out: all)")
@@ -183,6 +186,27 @@ def main(argv=None):
                  ok=ok, seconds=time.perf_counter() - t)
         return
     rng = np.random.default_rng(0)
+    sample = args.beam_sample // (50 if args.quick else 1)
+    masks = classes(numbers)
+    beam_numbers = np.unique(np.concatenate(
+        [numbers[masks["held out"]]] + [
+            rng.choice(numbers[m], min(sample, int(m.sum())), replace=False)
+            for name, m in masks.items() if name != "held out" and m.any()]))
+    beam_file = parts_dir / f"beam{len(beam_numbers)}.npz"
+    if args.beam_part or not (args.merge and beam_file.exists()):
+        log(f"beam 4: {len(beam_numbers):,} numbers (held out, and up to {sample:,} "
+            f"of each class)")
+        t = time.perf_counter()
+        ok_beam = decode(beam_numbers, params, bpe, 4, args.batch_size // 4, log)
+        beam_seconds = time.perf_counter() - t
+        if args.beam_part:
+            parts_dir.mkdir(parents=True, exist_ok=True)
+            np.savez(beam_file, numbers=beam_numbers, ok=ok_beam, seconds=beam_seconds)
+            return
+    else:
+        f = np.load(beam_file)
+        assert np.array_equal(f["numbers"], beam_numbers)
+        ok_beam, beam_seconds = f["ok"], float(f["seconds"])
     checked = check_references(rng, 20 if args.quick else args.check)
     log(f"the reference rule equals num2words on {checked:,} numbers")
     if args.merge:
@@ -198,17 +222,6 @@ def main(argv=None):
         log(f"greedy: {len(numbers):,} numbers")
         ok = decode(numbers, params, bpe, None, args.batch_size, log)
         greedy_seconds = time.perf_counter() - t
-    sample = args.beam_sample // (50 if args.quick else 1)
-    masks = classes(numbers)
-    beam_numbers = np.unique(np.concatenate(
-        [numbers[masks["held out"]]] + [
-            rng.choice(numbers[m], min(sample, int(m.sum())), replace=False)
-            for name, m in masks.items() if name != "held out" and m.any()]))
-    log(f"beam 4: {len(beam_numbers):,} numbers (held out, and up to {sample:,} of "
-        f"each class)")
-    t = time.perf_counter()
-    ok_beam = decode(beam_numbers, params, bpe, 4, args.batch_size // 4, log)
-    beam_seconds = time.perf_counter() - t
     greedy_on_beam = ok[np.searchsorted(numbers, beam_numbers)]
     result = dict(
         numbers=f"0..{MAX_NUMBER} every {every}" if every > 1 else f"0..{MAX_NUMBER}",

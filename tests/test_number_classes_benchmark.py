@@ -53,3 +53,16 @@ def test_quick_run(tmp_path):
     assert result["beam4"]["classes"]["held out"]["n"] == 10  # 97 * 997 * k
     for rows in result["greedy"]["wrong"].values():
         assert all(r["output"] != r["reference"] for r in rows)
+
+
+def test_parts_merge_to_the_same_table(tmp_path):
+    import number_classes
+
+    whole = number_classes.main(["--quick", "--out", str(tmp_path / "a.json")])
+    out = ["--quick", "--out", str(tmp_path / "b.json")]
+    for k in range(2):
+        number_classes.main([*out, "--parts", "2", "--part", str(k)])
+    number_classes.main([*out, "--beam-part"])
+    merged = number_classes.main([*out, "--parts", "2", "--merge"])
+    for key in ("greedy", "beam4"):
+        assert merged[key]["classes"] == whole[key]["classes"]
