@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 import mini_transformer as mt
+from mini_transformer.number_words import load_model
 from mini_transformer.torch import EncoderLayer, fused_attention
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +95,7 @@ def attention_cost(device, lengths, repeats=10):
 
 
 def translator(device, count):
-    params = mt.TransformerParams.load(ROOT / "book/data/numbers_en_de.npz")
-    bpe = mt.BPE.load(ROOT / "book/data/numbers_en_de_bpe.json")
+    params, bpe = load_model()
     from num2words import num2words
 
     held = [n for n in range(1, 1_000_000) if n % 97 == 0][:: max(1, 10_309 // count)]

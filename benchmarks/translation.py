@@ -32,8 +32,7 @@ import numpy as np
 import torch
 
 import mini_transformer as mt
-from mini_transformer.number_words import (BPE_FILE, DATA, MODEL, encode_pairs,
-                                           training_numbers)
+from mini_transformer.number_words import encode_pairs, load_model, training_numbers
 from mini_transformer.optim import AdamState, adam_step, learning_rate
 from mini_transformer.tasks import number_words, split_numbers
 
@@ -153,8 +152,7 @@ def chars_vs_subwords(bpe, pool, evaluation, seconds, seed=0):
 
 
 def decoding(n=None):
-    params = mt.TransformerParams.load(DATA / MODEL)
-    bpe = mt.BPE.load(DATA / BPE_FILE)
+    params, bpe = load_model()
     _, held = split_numbers()
     pairs = number_words(held[:n])
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]

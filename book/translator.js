@@ -378,10 +378,9 @@ window.mtTranslator = (function () {
 
   // --- BPE (mini_transformer.BPE) ----------------------------------------------
 
-  var ids = {}, rank = {}, alphabet = {};
+  var ids = {}, rank = {};
   D.vocab.forEach(function (s, i) { ids[s] = i; });
   D.merges.forEach(function (m, i) { rank[m[0] + "\u0000" + m[1]] = i; });
-  D.alphabet.forEach(function (s) { alphabet[s.replace(EOW, "")] = true; });
 
   // A word's symbols: its characters, the last one marked with </w>; then the
   // merges, the earliest learned first, each applied left to right.
@@ -496,64 +495,111 @@ window.mtTranslator = (function () {
     return any && n <= D.max_number && english(n) === text ? n : null;
   }
 
-  // --- checking the input -------------------------------------------------------
+  // --- reading what people type (mini_transformer.number_words.normalize) -------
+  // The same rules and the same messages as the package: any case; spaces around,
+  // repeated, tabs or non-breaking; "forty two" or "forty-two"; with or without
+  // "and" and the comma after "thousand". Anything else is refused, with its kind:
+  // empty, too-long (checked first), digits, beyond, word, form.
 
-  var BEYOND =
-    /\b(millions?|billions?|trillions?|quadrillions?|milliards?|zillions?)\b/;
-  var MAX_CHARS = 300;
+  var MAX_CHARS = 300;            // the longest number below a million has 73
+  var BEYOND = ["million", "millions", "billion", "billions", "trillion",
+                "trillions"];
+  var ACCEPTS = "the translator takes English number words from zero to 999,999, " +
+    "such as \"forty-two\" or \"twelve thousand, three hundred and forty-five\"";
 
-  // {text, ids, n, note} for a text the model can take, or {error, kind}.
-  function check(raw) {
-    var text = String(raw === undefined || raw === null ? "" : raw);
-    if (text.length > MAX_CHARS)
-      return {kind: "too-long", error: "That is " + text.length + " characters; the " +
-              "longest number below a million has fewer than 80. The model's " +
-              "encoder has seen at most " + (D.longest_source.tokens) +
-              " source positions."};
-    text = text.toLowerCase().replace(/\s+/g, " ").trim();
-    if (text === "")
-      return {kind: "empty", error: "Type a number in English words, e.g. " +
-              "\u201cthree hundred and forty-two\u201d, or digits."};
-    var note = "";
-    if (/^[0-9][0-9,. ]*$/.test(text)) {
-      var digits = text.replace(/[,. ]/g, "");
-      if (digits.length > 6 && !/^0+[0-9]{1,6}$/.test(digits))
-        return {kind: "beyond", error: "The model translates the numbers from " +
-                "zero to 999,999 (German writes a million as two words, " +
-                "\u201ceine Million\u201d, which it never saw); " + text +
-                " is beyond."};
-      var n = Number(digits);
-      text = english(n);
-      note = "Read as \u201c" + text + "\u201d (num2words' English for " + n + ").";
-    }
-    var big = text.match(BEYOND);
-    if (big)
-      return {kind: "beyond", error: "\u201c" + big[1] + "\u201d: the model " +
-              "translates the numbers from zero to 999,999 only (German writes a " +
-              "million as two words, \u201ceine Million\u201d, which it never saw)."};
-    var bad = [];
-    Array.from(text.replace(/ /g, "")).forEach(function (c) {
-      if (!alphabet[c] && bad.indexOf(c) < 0) bad.push(c);
+  function quoted(t) {                   // cut by characters, as Python slices
+    var chars = Array.from(t);
+    return "\"" + (chars.length > 63 ? chars.slice(0, 60).join("") + "..." : t) +
+      "\"";
+  }
+
+  // {n} for a number in words, or {kind, error}.
+  function readNumber(text) {
+    var length = Array.from(text).length;
+    if (length > MAX_CHARS)
+      return {kind: "too-long", error: "the input has " + length.toLocaleString("en") +
+              " characters, more than the " + MAX_CHARS + " the translator reads " +
+              "(the longest number below a million has 73 in words)"};
+    var spaced = text.toLowerCase().replace(/[ \t\n\r\f\v\u00a0]+/g, " ")
+      .replace(/^ +| +$/g, "");
+    var words = spaced.replace(/,/g, " , ").replace(/-/g, " - ").split(" ")
+      .filter(function (w) { return w !== ""; });
+    var shown = quoted(spaced);
+    if (!words.length) return {kind: "empty", error: "the input is empty: " + ACCEPTS};
+    if (/[0-9]/.test(text))
+      return {kind: "digits", error: shown + " is written in digits: " + ACCEPTS};
+    var thousands = words.filter(function (w) { return w === "thousand"; }).length;
+    if (thousands > 1 || words.some(function (w) { return BEYOND.indexOf(w) >= 0; }))
+      return {kind: "beyond", error: shown + " is a million or more: " + ACCEPTS};
+    var unknown = words.filter(function (w) {
+      return ONES.indexOf(w) < 0 && (TENS.indexOf(w) < 2) &&
+        ["hundred", "thousand", "and", ",", "-"].indexOf(w) < 0;
     });
-    if (bad.length) return {kind: "alphabet", error: "Not in the BPE's alphabet: " +
-      bad.map(function (c) { return "\u201c" + c + "\u201d"; }).join(", ") +
-      ". The model knows only the characters of the training numbers: " +
-      Object.keys(alphabet).join(" ") + " and the space."};
-    var src = bpeEncode(text).concat([D.eos_id]);
-    if (src.length > D.longest_source.tokens)
-      return {kind: "positions", error: "This input is " + src.length +
-              " tokens long " +
-              "(EOS included), but the encoder has never seen more than " +
-              D.longest_source.tokens +
-              " positions: no number below a million is longer " +
-              "(the longest, " + D.longest_source.number.toLocaleString("en") +
-              ", has " +
-              D.longest_source.tokens + "). Its answer would mean nothing."};
-    var value = parseEnglish(text);
-    if (value === null && !note) note = "\u201c" + text + "\u201d is not a number as " +
-      "num2words writes it: the model was trained on such numbers only, so read its " +
-      "answer as a guess.";
-    return {text: text, ids: src, n: value, note: note};
+    if (unknown.length)
+      return {kind: "word", error: quoted(unknown[0]) +
+              " is not an English number word: " + ACCEPTS};
+    var n = parseWords(words);
+    if (n === null)
+      return {kind: "form", error: shown + " is not a number in words: " + ACCEPTS};
+    return {n: n};
+  }
+
+  // number = "zero" | part ["thousand" ["," | "and" | ", and"] part] | part
+  // "thousand"; part = unit "hundred" ["and"] [tens] | tens; tens = 1..19 | ty |
+  // ty ["-"] unit. Returns the number, or null.
+  function parseWords(words) {
+    if (words.length === 1 && words[0] === "zero") return 0;
+    var r = part(words, 0);
+    if (r.n === null) return null;
+    var n = r.n, i = r.i;
+    if (words[i] === "thousand") {
+      i += 1;
+      var joined = false;
+      if (words[i] === ",") { i += 1; joined = true; }
+      if (words[i] === "and") { i += 1; joined = true; }
+      var rest = i < words.length ? part(words, i) : {n: null, i: i};
+      if (rest.n === null && joined) return null;
+      i = rest.i;
+      n = 1000 * n + (rest.n || 0);
+    }
+    return i === words.length ? n : null;
+  }
+
+  function isUnit(w) { var k = ONES.indexOf(w); return k >= 1 && k <= 9; }
+
+  // {n, i}: the number 1..999 at words[i] and the next index, or {n: null, i}.
+  function part(words, i) {
+    if (isUnit(words[i]) && words[i + 1] === "hundred") {
+      var n = 100 * ONES.indexOf(words[i]);
+      i += 2;
+      if (words[i] === "and") {
+        var after = tens(words, i + 1);
+        return after.n !== null ? {n: n + after.n, i: after.i} : {n: null, i: after.i};
+      }
+      var rest = tens(words, i);
+      return rest.n !== null ? {n: n + rest.n, i: rest.i} : {n: n, i: i};
+    }
+    return tens(words, i);
+  }
+
+  // {n, i}: the number 1..99 at words[i] and the next index, or {n: null, i}.
+  function tens(words, i) {
+    var w = words[i], k = ONES.indexOf(w);
+    if (k >= 1) return {n: k, i: i + 1};
+    k = TENS.indexOf(w);
+    if (w === undefined || k < 2) return {n: null, i: i};
+    var n = 10 * k, hyphen = words[i + 1] === "-", j = hyphen ? i + 2 : i + 1;
+    if (isUnit(words[j])) return {n: n + ONES.indexOf(words[j]), i: j + 1};
+    return hyphen ? {n: null, i: i + 1} : {n: n, i: i + 1};
+  }
+
+  // {text, ids, n, note} for an input the model can take: the number in the
+  // training form, its tokens (then EOS); or {error, kind}.
+  function check(raw) {
+    var r = readNumber(String(raw === undefined || raw === null ? "" : raw));
+    if (r.error) return r;
+    var text = english(r.n);
+    return {text: text, ids: bpeEncode(text).concat([D.eos_id]), n: r.n, note: ""};
   }
 
   function options(opts) {
@@ -597,7 +643,8 @@ window.mtTranslator = (function () {
   return {
     data: D, check: check, translate: translate, encode: encode, embed: embed,
     bpeEncode: bpeEncode, bpeDecode: bpeDecode, english: english, german: german,
-    parseEnglish: parseEnglish, lengthPenalty: lengthPenalty, fmt: fmt,
+    parseEnglish: parseEnglish, readNumber: readNumber, lengthPenalty: lengthPenalty,
+    fmt: fmt,
     // the next token's logits after a prefix (BOS first), through the cache
     logits: function (src, prefix) {
       var mem = memoryKV(encode(src)), cache = emptyCache(), out = [];
@@ -652,7 +699,7 @@ window.mtTranslator.mount = function (root) {
   var form = el("form", {"class": "mtt-controls", "aria-label": "translator controls"});
   var row1 = form.appendChild(el("div", {"class": "mtt-row"}));
   var textLabel = row1.appendChild(el("label", {"for": "mtt-text"},
-                                      "English number (words or digits)"));
+                                      "English number in words"));
   textLabel.className = "mtt-label";
   var text = row1.appendChild(el("input", {id: "mtt-text", type: "text",
     "class": "mtt-text",

@@ -5,7 +5,9 @@ checkpoints, which were written at 10-minute intervals")."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -48,28 +50,41 @@ def save_params(params, path) -> None:
               "decoder_layers": len(params.decoder_layers),
               "settings": named_settings(params)}
     arrays = {k: np.asarray(a) for k, a in named_leaves(params).items()}
-    with open(path, "wb") as f:
-        np.savez(f, __header__=np.array(json.dumps(header)), **arrays)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:  # written beside, then renamed: the file is whole or absent, never half
+        with open(tmp, "wb") as f:
+            np.savez(f, __header__=np.array(json.dumps(header)), **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_params(path, cls):
     """The ``cls`` container ``save_params`` wrote, array for array, with its
-    settings; built from the names, no weights drawn. A truncated, corrupted or
-    mismatched file raises ValueError saying what is wrong."""
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
-        raise ValueError(f"{path} is not a readable .npz checkpoint (truncated or "
-                         f"corrupted?): {type(e).__name__}: {e}") from None
+    settings; built from the names, no weights drawn. A file that is missing, not a
+    checkpoint, of another version, truncated, corrupted, mismatched or holding NaN
+    or Inf weights raises FileNotFoundError or ValueError, one line saying which."""
+    arrays = _read_npz(path)
     try:
         header = json.loads(str(arrays.pop("__header__")))
     except (KeyError, json.JSONDecodeError):
         raise ValueError(f"{path} has no mini_transformer header: not a checkpoint "
                          f"written by TransformerParams.save") from None
-    if header.get("format") != FORMAT or header.get("version") not in (1, VERSION):
-        raise ValueError(f"{path}: unknown checkpoint format {header.get('format')!r} "
-                         f"version {header.get('version')!r}")
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else header
+        raise ValueError(f"{path} is not a mini_transformer checkpoint (its format is "
+                         f"{found!r})")
+    version = header.get("version")
+    if version not in (1, VERSION):
+        raise ValueError(f"{path} is a checkpoint of version {version!r}; this "
+                         f"mini_transformer reads versions 1 to {VERSION}")
+    broken = [k for k, a in arrays.items()
+              if a.dtype.kind in "fc" and not np.isfinite(a).all()]
+    if broken:
+        raise ValueError(f"{path} holds NaN or Inf weights (in {', '.join(broken[:3])}"
+                         f"{' and more' if len(broken) > 3 else ''}): a diverged or "
+                         f"damaged model")
     n_enc, n_dec = header.get("encoder_layers"), header.get("decoder_layers")
     settings = _settings(header, n_enc, n_dec)
     if settings is None:
@@ -88,6 +103,29 @@ def load_params(path, cls):
         raise ValueError(f"{path}: the embedding is missing or of the wrong rank")
     params.check_shapes(where=f"{path}: ")
     return params
+
+
+def _read_npz(path) -> dict:
+    """{name: array} of an .npz file, plain arrays only (never pickled objects)."""
+    path = Path(path)
+    if not path.is_file():
+        raise (IsADirectoryError(f"{path} is a folder, not a checkpoint file")
+               if path.is_dir() else FileNotFoundError(f"{path}: no such file"))
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04":  # every .npz is a zip archive
+        raise ValueError(f"{path} is not a checkpoint: not an .npz archive (a "
+                         f"checkpoint is the .npz file TransformerParams.save writes)")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
+        if "pickle" in str(e):  # an object array: never loaded, never suggested
+            raise ValueError(f"{path} is not a checkpoint: it holds Python objects, "
+                             f"which are never loaded (a checkpoint holds plain "
+                             f"arrays)") from None
+        raise ValueError(f"{path} is not a readable .npz checkpoint (truncated or "
+                         f"corrupted): {type(e).__name__}: {e}") from None
 
 
 def _settings(header, n_enc, n_dec):

@@ -4,6 +4,7 @@ problem, and §6.1's averaging checked by hand."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import zipfile
 
 import numpy as np
@@ -143,9 +144,9 @@ def test_load_draws_no_weights(tmp_path, monkeypatch):
 def test_version_1_file_loads_post_ln():
     """The committed translator was written before norm_first was stored (version 1):
     it loads as the post-LN model it was trained as."""
-    from pathlib import Path
+    from mini_transformer.number_words import MODEL, MODEL_DIR
 
-    path = Path(__file__).resolve().parents[1] / "book" / "data" / "numbers_en_de.npz"
+    path = MODEL_DIR / MODEL
     with np.load(path) as f:
         assert '"version": 1' in str(f["__header__"])
     q = mt.TransformerParams.load(path)
@@ -163,3 +164,67 @@ def test_named_leaves_and_from_named_are_inverse():
     q = from_named(mt.TransformerParams, names | named_settings(p))
     assert q.norm_first is True and q.eps == 1e-6 and q.encoder_norm_gamma is None
     assert all(a is b for a, b in zip(tree_leaves(p), tree_leaves(q)))
+
+
+def test_each_loading_error_has_its_own_one_line_message(tmp_path):
+    """Missing, a folder, random bytes, another format, another version, NaN or Inf
+    weights: each its own message, one line, naming the file; never a hint to load
+    pickled data."""
+    good = _saved(tmp_path)
+    with np.load(good) as f:
+        arrays = {k: f[k] for k in f.files}
+    path = tmp_path / "m.npz"
+    messages = []
+
+    def refused(error, pattern):
+        with pytest.raises(error, match=pattern) as e:
+            mt.TransformerParams.load(path)
+        message = str(e.value)
+        assert "\n" not in message and str(path) in message, message
+        assert "pickle" not in message, message
+        messages.append(message)
+
+    refused(FileNotFoundError, "no such file")
+    path.mkdir()
+    refused(IsADirectoryError, "is a folder, not a checkpoint file")
+    path.rmdir()
+    path.write_bytes(np.random.default_rng(0).bytes(5000))          # random bytes
+    refused(ValueError, "is not a checkpoint: not an .npz archive")
+    path.write_bytes(b"")
+    refused(ValueError, "is not a checkpoint: not an .npz archive")
+    np.save(path.with_suffix(".npy"), np.arange(3))                 # an .npy file
+    path.write_bytes(path.with_suffix(".npy").read_bytes())
+    refused(ValueError, "is not a checkpoint: not an .npz archive")
+    np.savez(path, x=np.array([{"a": 1}], dtype=object))            # pickled objects
+    refused(ValueError, "holds Python objects, which are never loaded")
+    header = json.loads(str(arrays["__header__"]))
+    for key, value, pattern in (("format", "keras", "its format is 'keras'"),
+                                ("version", 7, "version 7; this mini_transformer "
+                                               "reads versions 1 to 2")):
+        np.savez(path, **arrays | {"__header__": np.array(json.dumps(
+            header | {key: value}))})
+        refused(ValueError, pattern)
+    for bad in (np.nan, np.inf, -np.inf):
+        w = arrays["decoder_layers.1.ffn.W_2"].copy()
+        w[3, 4] = bad
+        np.savez(path, **arrays | {"decoder_layers.1.ffn.W_2": w})
+        refused(ValueError, r"holds NaN or Inf weights \(in decoder_layers.1.ffn.W_2\)")
+    kinds = {m.removeprefix(str(path)).split("(")[0] for m in messages}
+    assert len(kinds) == 7, kinds                   # one message per kind of problem
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    """A save that fails half way leaves the old file as it was and no temporary
+    file beside it."""
+    path = _saved(tmp_path)
+    before = path.read_bytes()
+
+    def fail(f, **arrays):
+        f.write(b"PK\x03\x04 half a file")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(np, "savez", fail)
+    with pytest.raises(OSError, match="No space left"):
+        params(1).save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]

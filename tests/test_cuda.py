@@ -9,18 +9,17 @@ them on torch's CPU backend instead (to check the tests themselves without a GPU
 """
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import mini_transformer as mt
+from mini_transformer.number_words import load_model
 
 DEVICE = os.environ.get("MT_TEST_DEVICE", "cuda")
 pytestmark = pytest.mark.skipif(
     DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU")
-DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 
 
 def on_device(dtype):
@@ -91,8 +90,7 @@ def test_greedy_decoding_on_the_device_equals_numpy():
 
 
 def test_committed_translator_on_the_device_equals_numpy():
-    params = mt.TransformerParams.load(DATA / "numbers_en_de.npz")
-    bpe = mt.BPE.load(DATA / "numbers_en_de_bpe.json")
+    params, bpe = load_model()
     texts = ["three hundred and forty-two", "nine hundred and ninety-nine thousand",
              "seventeen", "one hundred and one thousand, two hundred and three",
              "sixty-four thousand, five hundred and twelve"]

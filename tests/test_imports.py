@@ -32,7 +32,7 @@ FLOORS = [
     ["decoding"],             # greedy and beam search
     ["translation"],          # texts in, texts out, scores
     # the experiment, outside the equations
-    ["number_words.data"],
+    ["number_words.data", "number_words.files", "number_words.normalize"],
     ["number_words.train"],
     ["number_words.cli"],
     ["number_words.__main__", "number_words"],

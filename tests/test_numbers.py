@@ -1,14 +1,16 @@
-"""The translation chapter's trained model, as committed in book/data: it loads
-with ``TransformerParams.load`` / ``BPE.load`` and translates held-out numbers
+"""The translation chapter's trained model, shipped with the package: it loads
+with ``load_model`` and translates held-out numbers
 (n % 97 == 0, never trained on) through ``mt.translate``; the two commands of
 ``python -m mini_transformer.number_words`` run."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import mini_transformer as mt
 from mini_transformer import number_words as experiment
@@ -20,8 +22,7 @@ DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 
 
 def test_committed_model_translates_held_out_numbers():
-    params = mt.TransformerParams.load(DATA / experiment.MODEL)
-    bpe = mt.BPE.load(DATA / experiment.BPE_FILE)
+    params, bpe = experiment.load_model()
     _, held = split_numbers()
     sample = np.concatenate([held[:12], held[12::250]])   # every length, 54 numbers
     assert {len(str(n)) for n in sample} == {1, 2, 3, 4, 5, 6}
@@ -36,9 +37,12 @@ def test_committed_model_translates_held_out_numbers():
 
 def test_committed_files_and_log():
     record = json.loads((DATA / experiment.LOG).read_text())
-    files = [experiment.MODEL, experiment.BPE_FILE, experiment.LAST, experiment.LOG,
-             *(experiment.EARLY.format(step=k) for k in record["settings"]["keep_steps"])]
-    assert sum((DATA / f).stat().st_size for f in files) <= 5 * 10**6
+    files = [experiment.MODEL_DIR / experiment.MODEL,
+             experiment.MODEL_DIR / experiment.BPE_FILE, DATA / experiment.LAST,
+             DATA / experiment.LOG,
+             *(DATA / experiment.EARLY.format(step=k)
+               for k in record["settings"]["keep_steps"])]
+    assert sum(f.stat().st_size for f in files) <= 5 * 10**6
     assert record["held_out_exact_match"]["beam4"] >= 0.99
     assert record["held_out_exact_match"]["greedy"] >= 0.99
     assert len(record["losses"]) == record["settings"]["steps"]
@@ -64,8 +68,13 @@ def test_train_command_runs(tmp_path):
         Settings(steps=2, n_final=3, average_every=1, average_last=2, keep_steps=(1,),
                  **small), out_dir=tmp_path, log=lines.append,
         progress=statuses.append)
-    assert [s[:12] for s in statuses] == ["step     1/2", "step     2/2"]
-    assert statuses[-1].startswith(f"step     2/2  loss {record['losses'][-1]:.4f}")
+    assert [s[:12] for s in statuses[:2]] == ["step     1/2", "step     2/2"]
+    assert statuses[1].startswith(f"step     2/2  loss {record['losses'][-1]:.4f}")
+    assert statuses[1].endswith("0 s left")
+    assert [s.split(",")[0] for s in statuses[2:]] == [
+        "final evaluation 1/3 (greedy): 3 of 3 numbers",
+        "final evaluation 2/3 (beam4): 3 of 3 numbers",
+        "final evaluation 3/3 (last_greedy): 3 of 3 numbers"]
     assert [row["step"] for row in record["log"]] == [1, 2]
     assert record["machine"]["cpus"] >= 1 and record["machine"]["numpy"] == np.__version__
     assert any(line.startswith("step     2  loss") for line in lines)
@@ -98,3 +107,27 @@ def test_train_on_torch_repeats_the_numpy_run():
     np.testing.assert_allclose(on_torch["losses"], on_numpy["losses"], rtol=1e-9)
     assert on_torch["settings"]["device"] == "cpu"
     assert isinstance(params.embedding, np.ndarray)
+
+
+def test_load_model_finds_the_shipped_model_and_refuses_a_foreign_bpe(tmp_path):
+    """load_model(): the package's own files; a folder or an .npz path loads the
+    same; a BPE of another size is refused on load, naming both sizes; a missing
+    BPE is named."""
+    params, bpe = experiment.load_model()
+    assert experiment.MODEL_DIR.parent == Path(experiment.__file__).parent
+    assert params.vocab_size == len(bpe) == 500
+    shutil.copy(experiment.MODEL_DIR / experiment.MODEL, tmp_path)
+    with pytest.raises(FileNotFoundError, match=f"{experiment.BPE_FILE}: no such BPE"):
+        experiment.load_model(tmp_path)
+    small = mt.BPE.learn(["one two", "eins zwei"], vocab_size=20)
+    small.save(tmp_path / experiment.BPE_FILE)
+    with pytest.raises(ValueError, match=f"the BPE has {len(small)} tokens, the "
+                                         f"model's vocabulary 500"):
+        experiment.load_model(tmp_path)
+    shutil.copy(experiment.MODEL_DIR / experiment.BPE_FILE, tmp_path)
+    for path in (tmp_path, tmp_path / experiment.MODEL, str(tmp_path)):
+        again, bpe2 = experiment.load_model(path)
+        assert np.array_equal(again.embedding, params.embedding)
+        assert bpe2.merges == bpe.merges
+    with pytest.raises(FileNotFoundError, match="no such model file"):
+        experiment.load_model(tmp_path / "elsewhere")

@@ -22,7 +22,7 @@ import mini_transformer as mt
 from mini_transformer.tasks import number_words, split_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "book" / "data"
+MODEL = ROOT / "mini_transformer" / "number_words" / "model"   # the shipped model
 PAGE = ROOT / "book" / "appendix_translator.md"
 
 
@@ -57,7 +57,7 @@ def test_same_bytes_every_time(text):
 def test_every_array_bit_for_bit(text):
     data = _parse(text)
     blob = np.frombuffer(base64.b64decode(data["weights"]), dtype="<f4")
-    npz = np.load(DATA / "numbers_en_de.npz")
+    npz = np.load(MODEL / "numbers_en_de.npz")
     names = [k for k in npz.files if not k.startswith("__")]
     assert [t["name"] for t in data["tensors"]] == names
     assert blob.size == data["size"] == sum(npz[k].size for k in names)
@@ -65,7 +65,7 @@ def test_every_array_bit_for_bit(text):
         a = blob[t["offset"]: t["offset"] + int(np.prod(t["shape"]))]
         stored = npz[t["name"]].astype("<f4").tobytes()
         assert a.reshape(t["shape"]).tobytes() == stored, t["name"]
-    params = mt.TransformerParams.load(DATA / "numbers_en_de.npz")
+    params = mt.TransformerParams.load(MODEL / "numbers_en_de.npz")
     assert (data["vocab_size"], data["d_model"]) == params.embedding.shape
     assert data["n_heads"] == params.encoder_layers[0].attn.n_heads
     assert data["n_encoder_layers"] == len(params.encoder_layers)
@@ -77,7 +77,7 @@ def test_every_array_bit_for_bit(text):
 
 def test_the_bpe(text):
     data = _parse(text)
-    bpe = mt.BPE.load(DATA / "numbers_en_de_bpe.json")
+    bpe = mt.BPE.load(MODEL / "numbers_en_de_bpe.json")
     assert data["vocab"] == bpe.vocab
     assert data["merges"] == [list(m) for m in bpe.merges]
     assert data["alphabet"] == list(bpe.alphabet)
@@ -91,7 +91,7 @@ def test_english_spelling_and_longest_source(text):
     source than the one the data names."""
     _, held = split_numbers()
     numbers = [*held[::7], 1, 100, 101, 1000, 1001, 1099, 1100, 101_101, 999_999]
-    bpe = mt.BPE.load(DATA / "numbers_en_de_bpe.json")
+    bpe = mt.BPE.load(MODEL / "numbers_en_de_bpe.json")
     longest = _parse(text)["longest_source"]
     for n, (en, _) in zip(numbers, number_words(numbers)):
         assert td.english_number(int(n)) == en, n

@@ -8,9 +8,10 @@ The oracle is ``mini_transformer`` in float32 on the committed weights: the page
 encoder output, logits and beam scores equal NumPy's to 1e-4 on a sample of inputs and
 beam settings; its translations (beam 4 and greedy) equal ``mt.translate``'s on a fixed
 sample of held-out numbers of every length; its cross-attention heat map equals the
-package's attention weights; its English and German spelling equal ``num2words``. Every
-bad input gets its message, the controls have names and work from the keyboard, and
-the speed of one translation is printed (not asserted).
+package's attention weights; its English and German spelling equal ``num2words``. It
+accepts and refuses the inputs the package's ``normalize`` does, with the same training
+form or message; every bad input gets its message, the controls have names and work
+from the keyboard, and the speed of one translation is printed (not asserted).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from test_rendered_book import (  # noqa: F401  (browser is a fixture)
 )
 
 import mini_transformer as mt
+from mini_transformer.number_words import load_model
+from mini_transformer.number_words.normalize import NotANumber, normalize
 from mini_transformer.tasks import number_words, split_numbers
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "book" / "data"
 PAGE = "book/appendix_translator"
 TOL = 1e-4
 TEXTS = ["zero", "seven", "forty-two", "three hundred and forty-two",
@@ -45,9 +47,9 @@ BEAMS = [(1, 0.0), (3, 1.0), (4, 0.6), (8, 2.0)]
 
 @pytest.fixture(scope="module")
 def model():
-    params = mt.TransformerParams.load(DATA / "numbers_en_de.npz")
+    params, bpe = load_model()                  # the shipped model, as the page
     assert params.embedding.dtype == np.float32
-    return params, mt.BPE.load(DATA / "numbers_en_de_bpe.json")
+    return params, bpe
 
 
 @pytest.fixture(scope="module")
@@ -169,16 +171,19 @@ def test_number_words_spelled_as_num2words(browser, sample):  # noqa: F811
 
 
 BAD = [  # (input, kind, words the message must hold)
-    ("", "empty", "Type a number"),
-    ("   ", "empty", "Type a number"),
-    ("two million", "beyond", "999,999"),
-    ("one million, two hundred thousand", "beyond", "999,999"),
-    ("1234567", "beyond", "999,999"),
-    ("three hundred & two", "alphabet", "\u201c&\u201d"),
-    ("forty-two!", "alphabet", "\u201c!\u201d"),
-    ("quatre-vingt", "alphabet", "\u201cq\u201d"),
-    (" ".join(["one"] * 11), "positions", "12 tokens"),
-    ("seven " * 1000, "too-long", "6000 characters"),
+    ("", "empty", "the input is empty"),
+    ("   ", "empty", "the input is empty"),
+    ("two million", "beyond", "\"two million\" is a million or more"),
+    ("one million, two hundred thousand", "beyond", "a million or more"),
+    ("1234567", "digits", "\"1234567\" is written in digits"),
+    ("4,005", "digits", "written in digits"),
+    ("three hundred & two", "word", "\"&\" is not an English number word"),
+    ("forty-two!", "word", "\"two!\" is not"),
+    ("quatre-vingt", "word", "\"quatre\" is not"),
+    ("drei", "word", "\"drei\" is not an English number word"),
+    ("-", "form", "\"-\" is not a number in words"),
+    (" ".join(["one"] * 11), "form", "is not a number in words"),
+    ("seven " * 1000, "too-long", "the input has 6,000 characters"),
 ]
 
 
@@ -202,12 +207,49 @@ def test_every_bad_input_gets_its_message(browser):  # noqa: F811
         assert readout.get_attribute("data-kind") is None
         assert "\u201cthree hundred and two\u201d \u2192 " \
             "\u201cdreihundertzwei\u201d" in readout.text_content()
-        box.fill("drei")                                       # letters fine, no number
-        assert "not a number as num2words writes it" in readout.text_content()
-        box.fill("4,005")                                      # digits
-        assert "Read as \u201cfour thousand and five\u201d" in readout.text_content()
+        box.fill(" Four thousand five")                        # read as 4,005
+        assert "\u201cfour thousand and five\u201d \u2192 " in readout.text_content()
         assert root.get_by_test_id("check").text_content().startswith(
             "num2words' German for 4,005: \u201cviertausendf\u00fcnf\u201d")
+
+
+def _typed(text, rng):
+    """What people type for num2words' text, made by plain string edits."""
+    loose = text.replace("-", " ").replace(" and ", " ").replace(",", "")
+    return [text, text.upper(), f"  {text}\t", "  ".join(text.split(" ")),
+            text.replace("-", " "), text.replace(" and ", " "), text.replace(",", ""),
+            text.replace(" ", "\u00a0"),
+            "".join(c.upper() if rng.random() < 0.5 else c for c in loose)]
+
+
+def test_the_page_reads_inputs_as_the_package(browser, sample):  # noqa: F811
+    """Every input is accepted or refused by the page as by the package's
+    ``normalize`` (the rules' one source in Python), with the same training form or
+    the same kind and message: variants of 300 held-out numbers, and inputs that
+    are refused for each reason."""
+    rng = np.random.default_rng(0)
+    _, pairs = sample
+    texts = [t for en, _ in pairs[::4][:300] for t in _typed(en, rng)]
+    texts += [t for t, _, _ in BAD] + [
+        "hello world", "342", "one million", "one thousand thousand", "twelve hundred",
+        "two-hundred", "forty-", "one hundred and", "one thousand,", "thousand",
+        "zero thousand", "and", "one, two", "a hundred", "forty and two",
+        "x" * 300, "a" * 10_000, "forty-two" + " " * 291, "\u00a0forty\u00a0two",
+        "dreihundertzweiundvierzig", "\U0001f600" * 70, "\U0001f600" * 301,
+        "\ufeffseven", "forty\u2003two", "ZERO"]
+    expected = []
+    for t in texts:
+        try:
+            expected.append(["ok", normalize(t)])
+        except NotANumber as e:
+            expected.append([e.kind, str(e)])
+    with opened(browser) as (tab, root):
+        got = tab.evaluate("""ts => ts.map(t => { const c = mtTranslator.check(t);
+            return c.error ? [c.kind, c.error] : ["ok", c.text]; })""", texts)
+    differ = [(t[:40], e, g) for t, e, g in zip(texts, expected, got) if e != g]
+    assert not differ, differ[:5]
+    assert {e[0] for e in expected} == {"ok", "empty", "too-long", "digits", "beyond",
+                                        "word", "form"}
 
 
 def _names(root):
