@@ -48,7 +48,9 @@ class Settings:
     around "hundert", "tausend" and "und", so that "tausend" at the end of a word is
     one token, not the rare pieces a BPE learnt on whole words gives it);
     round_share: the share of the draws of four digits or more rounded to whole
-    thousands (``training_numbers``).
+    thousands (``training_numbers``). average_last is 1: with these settings the
+    average of the last 5 checkpoints decoded 97.8% of the held-out numbers exactly
+    (greedy), the last weights 99.8%.
     """
 
     steps: int = 2000
@@ -70,7 +72,7 @@ class Settings:
     bpe_split: str | None = GERMAN_SPLIT
     round_share: float = 0.05
     n_final: int | None = None
-    average_last: int = 5
+    average_last: int = 1
     average_every: int = 50
     keep_steps: tuple = (500,)
 
