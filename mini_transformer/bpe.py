@@ -7,6 +7,12 @@ vocabulary has ``vocab_size`` entries. A word ends with the end-of-word marker
 "drei" inside "dreihundert" become different tokens, and decoding knows where the
 spaces go: the tokens are concatenated and each ``</w>`` becomes a space.
 
+A pre-tokenizer (``split``, a regular expression of places inside a word, as GPT-2's
+splits text before its BPE) may cut a word into pieces that no merge crosses:
+German writes a number as one word, and with ``split`` at "hundert", "tausend" and
+"und", "dreihundertzwei" is learnt and encoded as "drei" "hundert" "zwei</w>". Only
+the last piece carries ``</w>``, so decoding is the same.
+
     >>> bpe = BPE.learn(["low lower lowest"] * 3, vocab_size=20)
     >>> bpe.decode(bpe.encode("lower low")) == "lower low"
     True
@@ -15,6 +21,7 @@ spaces go: the tokens are concatenated and each ``</w>`` becomes a space.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +32,31 @@ FORMAT = "mini_transformer.BPE"
 def _word_symbols(word: str) -> tuple:
     """"low" -> ("l", "o", "w</w>"): characters, the last one marked."""
     return (*word[:-1], word[-1] + END)
+
+
+def _pieces(word: str, split) -> list:
+    """The pieces of ``word`` that ``split`` (a compiled pattern or None) cuts it
+    into, e.g. "dreihundertzwei" -> ["drei", "hundert", "zwei"]."""
+    return [word] if split is None else [p for p in split.split(word) if p]
+
+
+def _piece_symbols(word: str, split) -> list:
+    """Each piece's characters, the word's last one marked: "dreihundert" ->
+    [("d", "r", "e", "i"), ("h", "u", "n", "d", "e", "r", "t</w>")]."""
+    pieces = _pieces(word, split)
+    return [tuple(p) for p in pieces[:-1]] + [_word_symbols(pieces[-1])]
+
+
+def _compile(split):
+    if split is None:
+        return None
+    if not isinstance(split, str) or not split:
+        raise ValueError(f"split must be a regular expression (a non-empty str) or "
+                         f"None, got {split!r}")
+    try:
+        return re.compile(split)
+    except re.error as e:
+        raise ValueError(f"split {split!r} is not a regular expression: {e}") from None
 
 
 def _merge(symbols: tuple, pair: tuple) -> tuple:
@@ -61,9 +93,13 @@ def _split_words(text: str) -> list:
 class BPE:
     """A learned byte-pair encoding: ``specials`` (ids 0, 1, ...), then the
     alphabet (every character of the training texts, plain and with ``</w>``,
-    sorted), then one symbol per merge, in the order the merges were learned."""
+    sorted), then one symbol per merge, in the order the merges were learned.
+    split: the pre-tokenizer's pattern (None: words are not cut)."""
 
-    def __init__(self, alphabet, merges, specials=("<pad>", "<bos>", "<eos>")):
+    def __init__(self, alphabet, merges, specials=("<pad>", "<bos>", "<eos>"),
+                 split=None):
+        self._split = _compile(split)
+        self.split = split
         self.specials = tuple(specials)
         self.alphabet = tuple(alphabet)
         self.merges = tuple(tuple(pair) for pair in merges)
@@ -77,10 +113,11 @@ class BPE:
 
     @classmethod
     def learn(cls, texts, vocab_size: int, specials=("<pad>", "<bos>", "<eos>"),
-              min_frequency: int = 2):
+              min_frequency: int = 2, split=None):
         """Learn merges from ``texts`` until the vocabulary has ``vocab_size``
         entries (specials + alphabet + merges), or no pair occurs ``min_frequency``
-        times.
+        times. split: the pre-tokenizer's pattern; a pair is counted inside a
+        piece only.
 
         Tie-break: among pairs with the same count, the largest pair (a, b) in
         Python's string order wins, which is ``subword-nmt``'s rule
@@ -89,7 +126,11 @@ class BPE:
         words = Counter()
         for text in texts:
             words.update(_split_words(text))
-        words = Counter({_word_symbols(w): n for w, n in words.items()})
+        pieces, pattern = Counter(), _compile(split)  # merges work inside a piece
+        for w, n in words.items():
+            for symbols in _piece_symbols(w, pattern):
+                pieces[symbols] += n
+        words = pieces
         chars = {c for symbols in words for s in symbols for c in s.removesuffix(END)}
         alphabet = sorted(chars | {c + END for c in chars})  # any word of these chars
         n_merges = vocab_size - len(specials) - len(alphabet)
@@ -110,7 +151,7 @@ class BPE:
                 break
             merges.append(best)
             words = {_merge(symbols, best): n for symbols, n in words.items()}
-        return cls(alphabet, merges, specials)
+        return cls(alphabet, merges, specials, split)
 
     # --- encoding and decoding ------------------------------------------------------
 
@@ -119,18 +160,21 @@ class BPE:
         adjacent pair that was learned first (subword-nmt's ``apply_bpe``)."""
         if word in self._cache:
             return self._cache[word]
-        symbols = _word_symbols(word)
-        unknown = sorted({s.removesuffix(END) for s in symbols if s not in self.ids})
-        if unknown:
-            raise ValueError(f"the word {word!r} has characters that are not in the "
-                             f"BPE alphabet: {unknown}")
-        while len(symbols) > 1:
-            pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
-            if not pairs:
-                break
-            symbols = _merge(symbols, min(pairs, key=self.rank.__getitem__))
-        self._cache[word] = symbols
-        return symbols
+        out = ()
+        for symbols in _piece_symbols(word, self._split):
+            unknown = sorted({s.removesuffix(END) for s in symbols
+                              if s not in self.ids})
+            if unknown:
+                raise ValueError(f"the word {word!r} has characters that are not in "
+                                 f"the BPE alphabet: {unknown}")
+            while len(symbols) > 1:
+                pairs = [p for p in zip(symbols, symbols[1:]) if p in self.rank]
+                if not pairs:
+                    break
+                symbols = _merge(symbols, min(pairs, key=self.rank.__getitem__))
+            out += symbols
+        self._cache[word] = out
+        return out
 
     def encode(self, text: str) -> list:
         """Token ids of ``text`` (no BOS or EOS added)."""
@@ -181,12 +225,16 @@ class BPE:
     # --- files ------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        return {"format": FORMAT, "version": 1, "specials": list(self.specials),
-                "alphabet": list(self.alphabet),
+        """Version 1 without a pre-tokenizer; version 2 adds ``split`` (a reader
+        that knew no pre-tokenizer would encode differently, so it must refuse)."""
+        data = {"format": FORMAT, "version": 1 if self.split is None else 2,
+                "specials": list(self.specials), "alphabet": list(self.alphabet),
                 "merges": [list(pair) for pair in self.merges]}
+        return data if self.split is None else data | {"split": self.split}
 
     def save(self, path) -> None:
-        """Write the BPE as JSON (specials, alphabet, merges in order)."""
+        """Write the BPE as JSON (specials, alphabet, merges in order, and the
+        pre-tokenizer's pattern if it has one)."""
         Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=0)
                               + "\n", encoding="utf-8")
 
@@ -206,9 +254,14 @@ class BPE:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{where} is not a BPE file: expected a JSON object with "
                              f"\"format\": \"{FORMAT}\"")
-        if data.get("version") != 1:
+        if data.get("version") not in (1, 2):
             raise ValueError(f"{where}: unknown BPE file version "
                              f"{data.get('version')!r}")
+        split = data.get("split")
+        if (data["version"] == 2) != isinstance(split, str):
+            raise ValueError(f"{where}: a version 2 BPE file has a \"split\" pattern "
+                             f"(a str), version 1 none; got version {data['version']} "
+                             f"with split {split!r}")
         for key in ("specials", "alphabet", "merges"):
             if not isinstance(data.get(key), list):
                 raise ValueError(f"{where}: \"{key}\" must be a list, got "
@@ -233,4 +286,4 @@ class BPE:
                 raise ValueError(f"{where}: merge {i} {pair!r} continues past the "
                                  f"end of a word")
             known.add(pair[0] + pair[1])
-        return cls(alphabet, data["merges"], specials)
+        return cls(alphabet, data["merges"], specials, split)

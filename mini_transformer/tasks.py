@@ -92,8 +92,10 @@ MAX_NUMBER = 999_999  # "eine Million" has a space: stay below a million
 
 def is_held_out(n) -> bool:
     """The held-out rule: n is never trained on, nor used to learn the BPE, when
-    n % 97 == 0 (zero, 97, 194, ... 999,973: every length from one to six digits)."""
-    return int(n) % HELD_OUT_MODULUS == 0
+    n % 97 == 0 and n > 0 (97, 194, ... 999,973: every length from two to six
+    digits). Zero is trained on: it is the only number with its word ("zero",
+    "null"), so a model that never saw it could not know it."""
+    return int(n) % HELD_OUT_MODULUS == 0 and int(n) > 0
 
 
 def split_numbers(low: int = 0, high: int = MAX_NUMBER):
@@ -106,7 +108,7 @@ def split_numbers(low: int = 0, high: int = MAX_NUMBER):
         raise ValueError(f"need 0 <= low <= high <= {MAX_NUMBER}, got low={low}, "
                          f"high={high}")
     n = np.arange(low, high + 1, dtype=np.int64)
-    held = n % HELD_OUT_MODULUS == 0
+    held = (n % HELD_OUT_MODULUS == 0) & (n > 0)
     return n[~held], n[held]
 
 

@@ -3,6 +3,7 @@ corpus equal to an independent implementation, ``subword-nmt`` (pinned in
 requirements.txt as a test dependency); exact round trips; files refused cleanly."""
 
 import io
+import re
 import json
 
 import numpy as np
@@ -138,3 +139,87 @@ def test_encode_refuses(bpe, text, match):
 def test_decode_refuses_ids_out_of_range(bpe):
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 200\)"):
         bpe.decode([5, 200])
+
+
+# --- the pre-tokenizer ------------------------------------------------------------
+
+
+def test_split_by_hand():
+    # "axb" x3 and "ab" x1. Without a split: x b</w> (3) ties a x (3) and wins as
+    # the larger pair, then a xb</w> (3). Cut before "x", the pair a x is never
+    # counted: x b</w> (3) is merged, then a b</w> has 1 < min_frequency.
+    texts = ["axb"] * 3 + ["ab"]
+    plain = mt.BPE.learn(texts, vocab_size=50)
+    assert plain.merges == (("x", "b</w>"), ("a", "xb</w>"))
+    cut = mt.BPE.learn(texts, vocab_size=50, split="(?=x)")
+    assert cut.merges == (("x", "b</w>"),) and cut.split == "(?=x)"
+    assert cut.tokens("axb ab") == ["a", "xb</w>", "a", "b</w>"]
+    assert cut.decode(cut.encode("axb ab")) == "axb ab"
+    assert plain.tokens("axb") == ["axb</w>"]
+
+
+def test_german_split_by_hand():
+    from mini_transformer.bpe import _pieces
+    from mini_transformer.number_words.data import GERMAN_SPLIT
+
+    split = re.compile(GERMAN_SPLIT)
+    assert _pieces("dreihundertzweiundvierzigtausendeins", split) == \
+        ["drei", "hundert", "zwei", "und", "vierzig", "tausend", "eins"]
+    assert _pieces("einhunderttausend", split) == ["ein", "hundert", "tausend"]
+    assert _pieces("zwanzig", split) == ["zwanzig"]
+    # the "und" inside "hundert" and English "hundred" is not cut
+    assert _pieces("hundert", split) == ["hundert"]
+    assert _pieces("hundred", split) == ["hundred"]
+
+
+def test_german_split_cuts_no_english_word():
+    from mini_transformer.bpe import _pieces
+    from mini_transformer.number_words.data import GERMAN_SPLIT
+
+    split = re.compile(GERMAN_SPLIT)
+    words = {w for n in [*range(1000), 1000, 1001, 1100]
+             for w in number_words([n])[0][0].split(" ")}
+    assert {"hundred", "thousand", "thousand,", "and", "ninety-nine"} <= words
+    assert all(_pieces(w, split) == [w] for w in words)
+
+
+@pytest.fixture(scope="module")
+def split_bpe(corpus):
+    from mini_transformer.number_words.data import GERMAN_SPLIT
+
+    return mt.BPE.learn(corpus, vocab_size=200, split=GERMAN_SPLIT)
+
+
+def test_split_tokens_never_cross_a_cut(split_bpe):
+    from mini_transformer.bpe import END
+
+    _, held = split_numbers()
+    for _, de in number_words(held[::7]):
+        tokens = split_bpe.tokens(de)
+        assert "".join(tokens).replace(END, "") == de
+        cuts, pos = set(), 0
+        for t in tokens:
+            pos += len(t.removesuffix(END))
+            cuts.add(pos)
+        for m in re.finditer("hundert|tausend", de):  # a token ends before and after
+            assert {m.start(), m.end()} - {0, len(de)} <= cuts, (de, tokens)
+    assert split_bpe.decode(split_bpe.encode("zweitausend")) == "zweitausend"
+
+
+def test_split_save_load(split_bpe, bpe, tmp_path):
+    path = tmp_path / "bpe.json"
+    split_bpe.save(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["version"] == 2 and data["split"] == split_bpe.split
+    again = mt.BPE.load(path)
+    assert again.split == split_bpe.split and again.vocab == split_bpe.vocab
+    text = "neunhundertneunundneunzigtausend"
+    assert again.encode(text) == split_bpe.encode(text)
+    assert bpe.to_dict()["version"] == 1 and "split" not in bpe.to_dict()
+    for version, split, match in [(2, None, "version 2 BPE file has a"),
+                                  (1, "x", "version 2 BPE file has a"),
+                                  (2, "(", "is not a regular expression")]:
+        data = split_bpe.to_dict() | {"version": version, "split": split}
+        path.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(ValueError, match=match):
+            mt.BPE.load(path)

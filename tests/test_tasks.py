@@ -61,15 +61,35 @@ def test_number_words_by_hand():
 def test_held_out_rule():
     train, held = split_numbers()
     assert len(train) + len(held) == 1_000_000
-    # the multiples of 97 from 0 to 97 * 10309 = 999,973
-    assert len(held) == 10_310 and held[0] == 0 and held[-1] == 999_973
-    assert all(n % 97 == 0 for n in held[:50]) and not np.any(train % 97 == 0)
-    assert is_held_out(194) and not is_held_out(195)
-    # every length from one digit to six
-    assert {len(str(n)) for n in held} == {1, 2, 3, 4, 5, 6}
+    # the multiples of 97 from 97 to 97 * 10309 = 999,973; zero is trained on
+    assert len(held) == 10_309 and held[0] == 97 and held[-1] == 999_973
+    assert list(held[:3]) == [97, 194, 291] and train[0] == 0 and 97 not in train
+    assert not is_held_out(0) and is_held_out(194) and not is_held_out(195)
+    assert not np.any(train[1:] % 97 == 0)
+    # every length from two digits to six
+    assert {len(str(n)) for n in held} == {2, 3, 4, 5, 6}
+    train, held = split_numbers(0, 200)
+    assert list(held) == [97, 194] and len(train) == 199
 
 
 @pytest.mark.parametrize("bad", [-1, 1_000_000, 2.5, True])
 def test_number_words_refuses(bad):
     with pytest.raises(ValueError, match="0..999999"):
         number_words([bad])
+
+
+def test_training_numbers_skip_held_out_and_round_some():
+    from mini_transformer.number_words import training_numbers
+
+    plain = training_numbers(np.random.default_rng(0), 50_000)
+    assert len(plain) == 50_000 and plain.min() >= 0 and plain.max() <= 999_999
+    assert not np.any((plain % 97 == 0) & (plain > 0)) and np.any(plain == 0)
+    big = plain >= 1000
+    # uniform draws: about 1 in 1,000 numbers of four digits or more is round
+    assert np.mean(plain[big] % 1000 == 0) < 0.003
+    rounded = training_numbers(np.random.default_rng(0), 50_000, round_share=0.2)
+    big = rounded >= 1000
+    # a share of 0.2 rounded, plus the ~0.1% already round; multiples of 97 dropped
+    assert 0.18 < np.mean(rounded[big] % 1000 == 0) < 0.22
+    assert not np.any((rounded % 97 == 0) & (rounded > 0))
+    assert np.mean(rounded < 1000) == pytest.approx(np.mean(plain < 1000), abs=0.01)

@@ -5,13 +5,13 @@
 
 (or ``python -m mini_transformer.number_words``).
 
-``data`` draws the training numbers (never a held-out one, n % 97 == 0) and encodes
-the pairs; ``train`` learns a shared BPE, trains the paper's post-LN model from
-scratch with the NumPy hand gradients and writes the model, its BPE and its log
-(``Settings`` holds every choice); ``files`` names the files and loads the model the
-package ships (``load_model``); ``normalize`` reads what people type as the training
-form; ``cli`` is the command line. The equations it uses are the package's: nothing
-here is imported by the rest of it.
+``data`` draws the training numbers (never a held-out one, n % 97 == 0 and n > 0)
+and encodes the pairs; ``train`` learns a shared BPE, trains the paper's post-LN
+model from scratch with the NumPy hand gradients and writes the model, its BPE and
+its log (``Settings`` holds every choice); ``files`` names the files and loads the
+model the package ships (``load_model``); ``normalize`` reads what people type as
+the training form; ``cli`` is the command line. The equations it uses are the
+package's: nothing here is imported by the rest of it.
 """
 
 from .data import DIGIT_SHARE, encode_pairs, training_numbers
