@@ -89,6 +89,7 @@ def measure(browser, html: Path, page: str) -> dict:
                   lambda route: route.abort("blockedbyclient"))
     try:
         tab = context.new_page()
+        tab.set_default_timeout(120_000)  # a busy machine: 30 s is not always enough
         tab.goto(path.as_uri(), wait_until="load")
         out = tab.evaluate(MEASURE)
     finally:
