@@ -15,7 +15,10 @@
   the rendered pages at 1280 px);
 - chapters are numbered in reading order: file prefixes rise in ``_toc.yml`` order, the
   numbered parts hold the chapters 1, 2, 3, ... in that order, and every "chapter N" in the
-  book's prose names the N-th chapter by what it is about;
+  book's prose names the N-th chapter by what it is about ("the causal mask (chapter N)",
+  "(the decoder's cache, chapter N)", "the key/value cache of chapter N");
+- chapter 0 and every numbered chapter end with a ``## Summary`` of 3 to 6 bullets, each with
+  a number (glued or printed), just before the exercises;
 - no chapter mentions an issue, a target, a test file or an internal equation label.
 """
 
@@ -369,42 +372,75 @@ def test_chapter_references_match_the_toc():
 
 
 # Words prose uses for a chapter's topic, and a word of that chapter's title: "the decoder
-# layer (chapter N)" or "chapter N (the decoder layer)" must point at the chapter about it.
+# layer (chapter N)", "(the decoder's cache, chapter N)", "the key/value cache of chapter N"
+# or "chapter N (the decoder layer)" must point at the chapter about it.
 TOPICS = {
     "decoder layer": "decoder", "causal mask": "decoder", "cross-attention": "decoder",
-    "whole model": "whole", "key/value cache": "whole", "cost of attention": "cost",
+    "whole model": "whole", "key/value cache": "whole", "kv cache": "whole", "cache": "whole",
+    "greedy decoding": "whole", "tied weights": "whole", "cost of attention": "cost",
     "online softmax": "cost", "tiled attention": "cost", "flashattention": "cost",
-    "why self-attention": "why", "table 1": "why", "gradients by hand": "gradient",
-    "encoder layer": "encoder", "layernorm": "encoder", "residual": "encoder",
-    "feed-forward": "feed-forward", "positional encoding": "positional",
+    "why self-attention": "why", "table 1": "why", "path length": "why",
+    "gradients by hand": "gradient", "encoder layer": "encoder", "layernorm": "encoder",
+    "residual": "encoder", "feed-forward": "feed-forward", "positional encoding": "positional",
     "multi-head attention": "multi-head", "temperature": "softmax",
     "label smoothing": "training", "warm-up": "training", "beam search": "experiment",
 }
+# A topic ends at most this many characters before the reference ("the decoder's cache, ").
+NEAR = 12
+# References whose topic comes before them: "(chapter N)", "(..., chapter N)", "of chapter N",
+# "from chapter N".
+TOPIC_BEFORE = re.compile(
+    r"(?:\((?=chapters? \d+\))|, (?=chapters? \d+\))| of | from )chapters? (\d+)\b")
+# References whose topic comes after them: "chapter N (the decoder layer".
+TOPIC_AFTER = re.compile(r"chapter (\d+) \((?:the )?([a-z/ -]+)")
+
+
+def topic_references(text: str) -> list[tuple[int, str, str]]:
+    """``(chapter number, topic, the reference)`` for each reference that names a topic."""
+    text = " ".join(text.split()).lower()
+    found = []
+    for m in TOPIC_BEFORE.finditer(text):
+        before = text[max(0, m.start() - 40):m.start()]
+        ends = {t: before.rfind(t) for t in TOPICS if before.rfind(t) >= 0}
+        near = [t for t, k in ends.items() if len(before) - k - len(t) <= NEAR]
+        if near:  # the topic that ends last, the longest of those that end there
+            last = max(near, key=lambda t: (ends[t] + len(t), len(t)))
+            found.append((int(m.group(1)), last, m.group(0).strip(" ,(")))
+    for m in TOPIC_AFTER.finditer(text):
+        near = [t for t in TOPICS if m.group(2).startswith(t)]
+        if near:
+            found.append((int(m.group(1)), near[0], m.group(0)))
+    return found
+
+
+def test_topic_reference_finder():
+    """The finder catches each form, and the misses it was written for."""
+    cases = {
+        "the causal mask (chapter 9) hides": [(9, "causal mask")],
+        "reuses keys and values (the decoder's cache, chapter 11). The": [(11, "cache")],
+        "greedy decoding with the key/value cache of chapter 10, from": [
+            (10, "key/value cache")],
+        "as chapter 8 (the encoder layer) showed": [(8, "encoder layer")],
+        "the positional encoding from chapter 6": [(6, "positional encoding")],
+        "a fused torch kernel (chapter 8)": [],  # no topic word: not checked
+        "the cache, which chapter 10 builds": [],  # not a reference form
+    }
+    for text, expected in cases.items():
+        assert [(n, t) for n, t, _ in topic_references(text)] == expected, text
 
 
 def test_chapter_references_name_their_topic():
-    """A topic just before "(chapter N)", or just after "chapter N (", is chapter N's topic."""
+    """A topic just before "(chapter N)", "(..., chapter N)", "of chapter N", or just after
+    "chapter N (", is chapter N's topic."""
     titles = {k: t.lower() for k, t in _titles().items()}
     bad, checked = [], 0
-    for page in [_source_of(e) for e in TOC]:
-        text = " ".join(_page_prose(page).split()).lower()
-        found = []
-        for m in re.finditer(r"\(chapters? (\d+)\)", text):
-            before = text[max(0, m.start() - 40):m.start()]
-            ends = {t: before.rfind(t) for t in TOPICS if before.rfind(t) >= 0}
-            near = [t for t, k in ends.items() if len(before) - k - len(t) <= 12]
-            if near:
-                found.append((int(m.group(1)), max(near, key=ends.get), m.group(0)))
-        for m in re.finditer(r"chapter (\d+) \((?:the )?([a-z/ -]+)", text):
-            near = [t for t in TOPICS if m.group(2).startswith(t)]
-            if near:
-                found.append((int(m.group(1)), near[0], m.group(0)))
-        for number, topic, where in found:
+    for page in [_source_of(e) for e in TOC] + [ROOT / "README.md"]:
+        for number, topic, where in topic_references(_page_prose(page)):
             checked += 1
             if TOPICS[topic] not in titles.get(number, ""):
                 bad.append(f"{_rel(page)}: {topic!r} ... {where!r}, but chapter {number} "
                            f"is {titles.get(number)!r}")
-    assert checked >= 5, f"only {checked} topic references found: the pattern is broken"
+    assert checked >= 10, f"only {checked} topic references found: the pattern is broken"
     assert not bad, "\n".join(bad)
 
 
@@ -483,3 +519,87 @@ def test_main_text_is_at_most_3500_words(entry):
     assert words <= MAIN_TEXT_WORDS, (
         f"{entry}: {words} words of main text (at most {MAIN_TEXT_WORDS}): fold verification, "
         "audits and digressions into a {dropdown} or an appendix")
+
+
+# --- a summary at the end of every chapter ----------------------------------------------------
+
+SUMMARY_BULLETS = (3, 6)
+# A number in a bullet: a glued value, or a digit that is not in a name ("float32", "W1")
+# and not a chapter, section, figure or equation reference.
+GLUE = re.compile(r"<!--glue:[\w-]+:[^>]*-->")
+NOT_A_RESULT = re.compile(
+    r"\b(?:chapters?|§|sections?|figures?|tables?|equations?|eq\.)\s*\d+(?:\.\d+)*", re.I)
+NAME = re.compile(r"[A-Za-z_\\]\w*")
+
+
+def summary_problems(nb: dict) -> list[str]:
+    """What is wrong with a notebook's summary (an empty list when nothing is).
+
+    The summary is the Markdown cell that starts with ``## Summary``: it comes just before the
+    cell that starts with ``## Exercises`` (the last cell, or just before ``## Checking the
+    sources``, in a chapter without exercises), holds no other heading, and lists 3 to 6
+    bullets, each with a number: a glued value or a digit of its own."""
+    cells = [c for c in nb["cells"] if "".join(c["source"]).strip()]
+    text = ["".join(c["source"]).strip() if c["cell_type"] == "markdown" else "" for c in cells]
+    at = [k for k, t in enumerate(text) if re.match(r"## Summary\s*$", t.split("\n")[0])]
+    if len(at) != 1:
+        return [f"{len(at)} Markdown cells start with '## Summary' (want exactly one)"]
+    k = at[0]
+    problems = []
+    has_exercises = any(re.match(r"## Exercises\b", t) for t in text)
+    nxt = text[k + 1] if k + 1 < len(text) else None
+    if has_exercises and not (nxt and re.match(r"## Exercises\b", nxt)):
+        problems.append("the summary is not the cell just before '## Exercises'")
+    if not has_exercises and nxt is not None and not re.match(r"## Checking the sources\b", nxt):
+        problems.append("the summary is not at the end (nor just before 'Checking the sources')")
+    body = text[k].split("\n")[1:]
+    if any(re.match(r"#{1,6} ", line) for line in body):
+        problems.append("the summary cell holds another heading")
+    bullets: list[str] = []
+    for line in body:
+        if re.match(r"[-*] ", line):
+            bullets.append(line[2:])
+        elif bullets and line[:1].isspace() and line.strip():
+            bullets[-1] += " " + line.strip()  # a bullet's continuation line
+    if not SUMMARY_BULLETS[0] <= len(bullets) <= SUMMARY_BULLETS[1]:
+        problems.append(f"{len(bullets)} bullets (want {SUMMARY_BULLETS[0]} to "
+                        f"{SUMMARY_BULLETS[1]})")
+    for bullet in bullets:
+        rest = NAME.sub("", NOT_A_RESULT.sub("", GLUE.sub("", bullet)))
+        if not GLUE.search(bullet) and not re.search(r"\d", rest):
+            problems.append(f"a bullet without a number: {bullet[:80]!r}")
+    return problems
+
+
+def test_summary_checker():
+    """The checker accepts a good summary and names each defect of a bad one."""
+    def nb(*sources):
+        return {"cells": [{"cell_type": "markdown", "source": [s]} for s in sources]}
+
+    good = ("## Summary\n\n- the scores: 0.25<!--glue:x_y:.2f--> on average\n"
+            "- softmax of a row of\n  4 equal scores gives 0.25 each\n- 3 heads of width 8\n")
+    assert summary_problems(nb("# T", good, "## Exercises\n1. x")) == []
+    assert summary_problems(nb("# T", good)) == []
+    assert summary_problems(nb("# T", good, "## Checking the sources")) == []
+    assert summary_problems(nb("# T", "## Exercises")) == [
+        "0 Markdown cells start with '## Summary' (want exactly one)"]
+    assert summary_problems(nb("# T", good, "## More", "## Exercises")) == [
+        "the summary is not the cell just before '## Exercises'"]
+    assert summary_problems(nb("# T", good, "## More")) == [
+        "the summary is not at the end (nor just before 'Checking the sources')"]
+    two = "## Summary\n- 1 thing\n- 2 things\n"
+    assert summary_problems(nb(two, "## Exercises")) == ["2 bullets (want 3 to 6)"]
+    vague = ("## Summary\n- the cache of chapter 10\n- float32 and W1 are used\n"
+             "- 3 heads\n")
+    assert summary_problems(nb(vague)) == [
+        "a bullet without a number: 'the cache of chapter 10'",
+        "a bullet without a number: 'float32 and W1 are used'"]
+    assert summary_problems(nb(good + "### Also\n")) == ["the summary cell holds another heading"]
+
+
+@pytest.mark.parametrize("entry", [e for e in TOC if re.match(r"book/\d\d_", e)])
+def test_chapter_ends_with_a_summary(entry):
+    """Chapter 0 and every numbered chapter end with a '## Summary' of 3 to 6 bullets, each with
+    a number, just before its exercises."""
+    problems = summary_problems(_load(_source_of(entry)))
+    assert not problems, f"{entry}: " + "; ".join(problems)

@@ -1,0 +1,160 @@
+"""How long each chapter is on a laptop screen: at most 20 screens (a browser test, and a script).
+
+A chapter page of the built book is opened in headless Chromium at a 1280x900 window, every
+folded block is closed (``{dropdown}`` blocks and the hide-input / hide-output / hide-cell
+toggles are ``<details>`` elements; sphinx-togglebutton's ``.toggle`` blocks are hidden), MathJax
+and the fonts finish, and the page's height is divided by the window's: the number of screens a
+reader scrolls through. Every numbered chapter and chapter 0 (the orientation) must stay at or
+under ``MAX_SCREENS``; the appendices and the front matter are only reported.
+
+As a test (after ``jupyter-book build``): ``pytest -m browser tests/browser/test_chapter_length.py``
+(``BOOK_HTML`` = the built site, default ``_build/html``; ``CHROMIUM`` = the browser binary).
+
+As a script, for every page of ``_toc.yml``::
+
+    python tests/browser/test_chapter_length.py _build/html [PAGE ...]
+
+prints one line per page: its screens, its height in px, and a mark where a checked page is over
+the limit (PAGE filters by substring, e.g. ``06_`` or ``positional``). The exit status is 1 when
+a checked page is over.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: book_toc, as a script
+from book_toc import toc_entries  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
+WIDTH, SCREEN = 1280, 900
+MAX_SCREENS = 20
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+]
+PAGES = toc_entries()
+# Chapter 0 and the numbered chapters: book/00_..., book/01_..., ...
+CHECKED = [p for p in PAGES if re.match(r"book/\d\d_", p)]
+
+# Waits for MathJax, the fonts and the images, closes every folded block, and returns the
+# height of the page in px (the document's full scroll height).
+MEASURE = """
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  await document.fonts.ready;
+  const imgs = [...document.images];
+  for (const img of imgs) { img.loading = 'eager'; }
+  await Promise.all(imgs.map(img => img.complete ? null : new Promise(done => {
+    img.addEventListener('load', done); img.addEventListener('error', done); })));
+  document.querySelectorAll('details').forEach(d => { d.open = false; });
+  document.querySelectorAll('.toggle-details__container').forEach(e => {
+    e.style.display = 'none'; });
+  document.querySelectorAll('.toggle').forEach(e => { e.classList.add('toggle-hidden'); });
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return {height: document.documentElement.scrollHeight,
+          details: document.querySelectorAll('details').length};
+}
+"""
+
+
+def _find_chromium() -> str | None:
+    if os.environ.get("CHROMIUM"):
+        return os.environ["CHROMIUM"]
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def measure(browser, html: Path, page: str) -> dict:
+    """``{'height': px, 'screens': height / 900, 'details': folded blocks}`` of one page."""
+    path = html / f"{page}.html"
+    assert path.exists(), f"{page} is in _toc.yml but {path} was not built"
+    context = browser.new_context(viewport={"width": WIDTH, "height": SCREEN},
+                                  service_workers="block")
+    context.route(re.compile(r"^(?!(file|data|blob|about):)"),
+                  lambda route: route.abort("blockedbyclient"))
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(120_000)  # a busy machine: 30 s is not always enough
+        tab.goto(path.as_uri(), wait_until="load")
+        out = tab.evaluate(MEASURE)
+    finally:
+        context.close()
+    out["screens"] = out["height"] / SCREEN
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not HTML.joinpath("index.html").exists():
+        pytest.fail(f"no built book at {HTML}: run `jupyter-book build -W -n --keep-going .` "
+                    "first (or point BOOK_HTML at the built _build/html)")
+    executable = _find_chromium()
+    if executable is None:
+        message = "Chromium not found: `apt-get install chromium chromium-driver` (or set CHROMIUM)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def test_chapters_are_checked():
+    """Guard against a vacuous pass: chapter 0 and the numbered chapters are all found."""
+    assert len(CHECKED) >= 16 and CHECKED[0].startswith("book/00_"), CHECKED
+
+
+@pytest.mark.parametrize("page", CHECKED)
+def test_chapter_is_at_most_20_screens(browser, page):
+    out = measure(browser, HTML, page)
+    assert out["height"] > 3 * SCREEN, f"{page}: {out['height']} px: the page did not render"
+    assert out["screens"] <= MAX_SCREENS, (
+        f"{page}: {out['screens']:.1f} screens of {SCREEN} px at {WIDTH} px with every folded "
+        f"block closed (at most {MAX_SCREENS}): fold verification, source audits and long "
+        "printouts into a {dropdown} or a hide-input / hide-output cell")
+
+
+def main(argv: list[str]) -> int:
+    from playwright.sync_api import sync_playwright
+
+    html = Path(argv[0] if argv else HTML).resolve()
+    wanted = argv[1:]
+    pages = [p for p in PAGES if not wanted or any(w in p for w in wanted)]
+    executable = _find_chromium()
+    over = 0
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            for page in pages:
+                out = measure(b, html, page)
+                flag = ""
+                if page in CHECKED and out["screens"] > MAX_SCREENS:
+                    flag, over = f"  OVER {MAX_SCREENS}", over + 1
+                elif page not in CHECKED:
+                    flag = "  (not checked)"
+                print(f"{out['screens']:6.1f} screens {out['height']:7d} px  "
+                      f"{out['details']:3d} folds  {page}{flag}", flush=True)
+        finally:
+            b.close()
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
