@@ -141,16 +141,27 @@ def test_load_draws_no_weights(tmp_path, monkeypatch):
     assert q.vocab_size == 11 and len(q.encoder_layers) == 2
 
 
-def test_version_1_file_loads_post_ln():
-    """The committed translator was written before norm_first was stored (version 1):
-    it loads as the post-LN model it was trained as."""
-    from mini_transformer.number_words import MODEL, MODEL_DIR
+def test_version_1_file_loads_post_ln(tmp_path):
+    """A file written before norm_first was stored (version 1, as the first committed
+    translator was) loads as the post-LN model it was trained as."""
+    import json
 
-    path = MODEL_DIR / MODEL
-    with np.load(path) as f:
-        assert '"version": 1' in str(f["__header__"])
-    q = mt.TransformerParams.load(path)
-    assert q.norm_first is False and q.eps == 1e-5 and len(q.decoder_layers) == 2
+    p = dataclasses.replace(params(), norm_first=True)
+    p.save(tmp_path / "v2.npz")
+    with np.load(tmp_path / "v2.npz") as f:
+        arrays = {k: f[k] for k in f.files}
+    header = json.loads(str(arrays["__header__"]))
+    assert header["version"] == 2 and "norm_first" in json.dumps(header)
+    # version 1: no norm_first anywhere, eps as a list (the model's, then each layer's)
+    settings = header.pop("settings")
+    header["version"] = 1
+    header["eps"] = [settings["eps"], *(settings[f"encoder_layers.{i}.eps"] for i in (0, 1)),
+                     *(settings[f"decoder_layers.{i}.eps"] for i in (0, 1))]
+    assert "norm_first" not in json.dumps(header)
+    arrays["__header__"] = np.array(json.dumps(header))
+    np.savez(tmp_path / "v1.npz", **arrays)
+    q = mt.TransformerParams.load(tmp_path / "v1.npz")
+    assert q.norm_first is False and len(q.decoder_layers) == 2
 
 
 def test_named_leaves_and_from_named_are_inverse():

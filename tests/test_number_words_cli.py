@@ -140,7 +140,8 @@ def test_loading_errors_are_one_line_and_exit_1(capsys, tmp_path):
              "is not a checkpoint: not an .npz archive"),
             ("NaN weights", lambda: _nan_model(path), "holds NaN or Inf weights"),
             ("foreign BPE", lambda: _foreign_bpe(tmp_path),
-             f"the BPE has {len(FOREIGN)} tokens, the model's vocabulary 500")):
+             f"the BPE has {len(FOREIGN)} tokens, the model's vocabulary "
+             f"{load_model()[0].vocab_size}")):
         write()
         status, out, err = run(capsys, "translate", "--model", str(tmp_path), "seven")
         assert status == 1 and out == [], what

@@ -41,5 +41,6 @@ def test_characters_against_subwords_runs():
         assert all(0 <= row["exact_match"] <= 1 for row in r["after"])
     # the same numbers, more tokens as characters (an oracle: the characters counted)
     n_chars = np.mean([len(t.replace(" ", "")) for _, t in pool])
-    assert out["characters"]["mean_target_tokens"] == round(n_chars, 2)
+    # rounded to 2 decimals by the script (a mean such as 40.455 may round either way)
+    assert abs(out["characters"]["mean_target_tokens"] - n_chars) <= 0.005 + 1e-9
     assert out["subwords"]["mean_target_tokens"] < out["characters"]["mean_target_tokens"]
