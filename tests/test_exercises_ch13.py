@@ -85,10 +85,10 @@ def test_2_unanswered():
 # --- 3. the best finite-difference step -----------------------------------------------
 
 def test_3_right():
-    # float64 central differences: error ≈ h² |L‴|/6 + ε_mach |L| / h, smallest near
-    # h = (3 ε_mach |L| / |L‴|)^(1/3) ≈ 1e-5 for |L| and |L‴| of order one
-    h_opt = (3 * np.finfo(float).eps) ** (1 / 3)
-    assert ch13.check_3(10.0 ** round(math.log10(h_opt))).ok is True
+    # float64 central differences: error ≈ δ² |L‴|/6 + ε_mach |L| / δ, smallest near
+    # δ = (3 ε_mach |L| / |L‴|)^(1/3) ≈ 1e-5 for |L| and |L‴| of order one
+    delta_opt = (3 * np.finfo(float).eps) ** (1 / 3)
+    assert ch13.check_3(10.0 ** round(math.log10(delta_opt))).ok is True
     assert ch13.check_3(1e-4).ok is True
 
 

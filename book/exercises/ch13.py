@@ -89,24 +89,24 @@ def check_2(gap_37000, gap_11) -> Verdict:
         praise="Without smoothing, what stops the gap from growing?")
 
 
-def check_3(best_h) -> Verdict:
-    """best_h: the h of (L(w + h) − L(w − h)) / 2h closest to the hand gradient."""
-    if unanswered(best_h):
+def check_3(delta_best) -> Verdict:
+    """delta_best: the step δ of (L(w + δ) − L(w − δ)) / 2δ closest to the hand gradient."""
+    if unanswered(delta_best):
         return UNANSWERED
     try:
-        h = float(best_h)
+        delta = float(delta_best)
     except (TypeError, ValueError):
-        return wrong(f"best_h should be a number, got {type(best_h).__name__}.")
-    if not math.isfinite(h) or h <= 0:
-        return wrong("best_h should be a positive step.", "not-positive")
-    if h > 1.5e-4:
+        return wrong(f"delta_best should be a number, got {type(delta_best).__name__}.")
+    if not math.isfinite(delta) or delta <= 0:
+        return wrong("delta_best should be a positive step.", "not-positive")
+    if delta > 1.5e-4:
         return wrong(
-            "at that h the difference still carries the truncation error of the Taylor "
-            "series, about h² L‴/6: a smaller h does better.", "truncation")
-    if h < 0.5e-6:
+            "at that δ the difference still carries the truncation error of the Taylor "
+            "series, about δ² L‴/6: a smaller δ does better.", "truncation")
+    if delta < 0.5e-6:
         return wrong(
-            "at that h the two losses differ only in their last digits: their rounding "
-            "error, divided by 2h, dominates. A larger h does better.", "rounding")
+            "at that δ the two losses differ only in their last digits: their rounding "
+            "error, divided by 2δ, dominates. A larger δ does better.", "rounding")
     return right("Both ends do worse: explain each.")
 
 
