@@ -1,7 +1,9 @@
-"""Ablations of the paper's training recipe on the reverse task (chapter 14).
+"""Ablations of the paper's training recipe: the reverse task (chapter 14) and the
+number-words translator (chapter 15).
 
-    python benchmarks/ablations.py            # the full run (a few minutes on 2 cores)
-    python benchmarks/ablations.py --quick    # a smoke test (seconds)
+    python benchmarks/ablations.py                  # the full run (a few minutes on 2 cores)
+    python benchmarks/ablations.py --quick          # a smoke test (seconds)
+    python benchmarks/ablations.py --translation    # chapter 15's (about 20 minutes)
 
 Four experiments, each over several seeds, each run trained from scratch with the
 package's ``transformer`` on torch tensors and torch's autograd (chapter 14 shows that this
@@ -24,6 +26,14 @@ experiment varies it:
   on held-out sequences, the exact-sequence accuracy (greedy decoding), the confidence (mean
   largest probability of the next token, teacher-forced) and the perplexity (exp of the mean
   negative log-likelihood of the correct next token, teacher-forced, no smoothing).
+
+``--translation`` trains chapter 15's translator three times with the train command's
+own ``train`` and its default recipe, for a short run of ``TRANSLATION["steps"]`` steps
+from the same seed (so the same BPE, initial weights and batches): as the recipe stands,
+without dropout (P_drop = 0), and without label smoothing (ε_ls = 0). Each model (the
+last weights, no averaging) is scored on the held-out numbers chapter 15 decodes at step
+500 (2,000 drawn with seed 7): greedy exact match, and the held-out loss (teacher-forced,
+no dropout, no smoothing). Results go to ``benchmarks/results/ablations_translation.json``.
 
 Every run records its training loss at every step and, every ``eval_every`` steps, the
 held-out accuracy. Runs go to worker processes (two on a 2-core machine), one torch thread
@@ -189,19 +199,172 @@ def _run_packed(args):
     return run(*args)
 
 
+# Chapter 15: the translator's recipe with dropout or label smoothing removed, one at a time.
+# steps: each run's length; draw_steps: how far the data stream is replayed to count the
+# pairs the train command's full run drew (its default number of steps).
+TRANSLATION = dict(steps=500, draw_steps=None, seed=0, n_eval=2000, eval_seed=7, train={},
+                   settings={"recipe": {}, "no dropout": {"p_drop": 0.0},
+                             "no label smoothing": {"label_smoothing": 0.0}})
+TRANSLATION_QUICK = dict(TRANSLATION, steps=4, draw_steps=6, n_eval=20,
+                         train=dict(vocab_size=120, n_bpe=200, n_chunk=300,
+                                    max_tokens=600, d_model=16, n_heads=2, n_layers=1))
+
+
+def translation_stream(cfg):
+    """The train command's draws, in its order, from its seed: the BPE, the initial weights,
+    then the training batches (chunks of fresh numbers, cut by ``batch_by_length`` and
+    used from the end), each with the numbers it holds. Returns (bpe, params, batches)."""
+    from mini_transformer.number_words.data import encode_pairs, training_numbers
+    from mini_transformer.number_words.train import Settings
+
+    s = Settings(**cfg["train"], seed=cfg["seed"])
+    # the recipe's data options, where its version has them (rounded draws, a BPE
+    # pre-tokenizer); without them, the plain draws and BPE
+    more = {"round_share": s.round_share} if getattr(s, "round_share", 0) else {}
+    split = {"split": s.bpe_split} if getattr(s, "bpe_split", None) else {}
+    rng = np.random.default_rng(s.seed)
+    texts = [t for pair in tasks.number_words(training_numbers(rng, s.n_bpe, **more))
+             for t in pair]
+    bpe = mt.BPE.learn(texts, s.vocab_size, **split)
+    params = mt.TransformerParams.random(rng, vocab_size=len(bpe), d_model=s.d_model,
+                                         n_heads=s.n_heads, n_layers=s.n_layers)
+
+    def batches():
+        while True:
+            numbers = training_numbers(rng, s.n_chunk, **more)
+            src, tgt = encode_pairs(tasks.number_words(numbers), bpe)
+            number_of = {tuple(t): int(n) for t, n in zip(tgt, numbers)}
+            chunk = mt.batching.batch_by_length(src, tgt, s.max_tokens, bpe.pad_id, rng)
+            while chunk:
+                b_src, b_tgt = chunk.pop()
+                yield b_src, b_tgt, [number_of[tuple(row[row != bpe.pad_id])]
+                                     for row in b_tgt]
+
+    return bpe, params, batches()
+
+
+def held_out_loss(params, pairs, bpe):
+    """The mean of −log Pr(next token) over the reference's tokens and EOS: teacher-forced,
+    no dropout, no label smoothing (padding not counted)."""
+    from mini_transformer.number_words.data import encode_pairs
+
+    src, tgt = encode_pairs(pairs, bpe)
+    s = mt.batching.pad_sequences(src, bpe.pad_id)
+    t = mt.batching.pad_sequences(tgt, bpe.pad_id)
+    logits = mt.transformer(s, t[:, :-1], params, src_mask=(s != bpe.pad_id)[:, None, :])
+    return float(mt.cross_entropy(logits, t[:, 1:], ignore_index=bpe.pad_id))
+
+
+def train_translation(setting, cfg, bpe, params, batches):
+    """The train command's loop (``number_words.train``) on these batches, with the
+    recipe's settings changed as ``setting`` says; the last weights, scored."""
+    from threadpoolctl import threadpool_limits
+
+    from mini_transformer.attention import padding_mask
+    from mini_transformer.number_words.train import Settings
+
+    threadpool_limits(1)   # small matrices; one run per core
+    changes = cfg["settings"][setting]
+    s = Settings(**cfg["train"], seed=cfg["seed"], **changes)
+    params = params.map(lambda a: a.astype(np.dtype(s.dtype)))
+    state, drop_rng = AdamState.zeros_like(params), np.random.default_rng(s.seed + 1)
+    losses, t0 = [], time.perf_counter()
+    for step, (src, tgt) in enumerate(batches, 1):
+        src_mask = padding_mask(np.sum(src != bpe.pad_id, axis=1), src.shape[1])
+        loss, grads = mt.loss_and_grads(params, src, tgt[:, :-1], tgt[:, 1:],
+                                        s.label_smoothing, bpe.pad_id, src_mask=src_mask,
+                                        p_drop=s.p_drop, rng=drop_rng)
+        params, state = adam_step(params, grads, state,
+                                  learning_rate(step, s.d_model, s.warmup))
+        losses.append(round(float(loss), 5))
+        if step % 50 == 0:
+            print(f"{setting}: step {step}  loss {losses[-1]:.4f}", file=sys.stderr,
+                  flush=True)
+    train_s = time.perf_counter() - t0
+    _, held = tasks.split_numbers()
+    sample = np.sort(np.random.default_rng(cfg["eval_seed"]).choice(
+        held, cfg["n_eval"], replace=False))
+    pairs = tasks.number_words(sample)
+    hyps = mt.translate([src for src, _ in pairs], params, bpe, beam_size=None)
+    refs = [ref for _, ref in pairs]
+    return {"setting": setting, "changes": changes,
+            "p_drop": s.p_drop, "label_smoothing": s.label_smoothing,
+            "train_seconds": train_s, "loss": losses,
+            "held_out_loss": held_out_loss(params, pairs, bpe),
+            "exact_match": mt.exact_match(hyps, refs),
+            "wrong": [int(n) for n, h, r in zip(sample, hyps, refs) if h != r]}
+
+
+def translation_main(quick, out, jobs):
+    from mini_transformer.number_words.train import Settings
+
+    cfg = TRANSLATION_QUICK if quick else TRANSLATION
+    t0, load_before = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
+    bpe, params, stream = translation_stream(cfg)
+    first = [next(stream) for _ in range(cfg["steps"])]
+    batches = [(b_src, b_tgt) for b_src, b_tgt, _ in first]
+    names = list(cfg["settings"])
+    import multiprocessing
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = [ex.submit(train_translation, name, cfg, bpe, params, batches)
+                   for name in names]
+        # meanwhile: the pairs the full run drew, by replaying its stream
+        draw_steps = cfg["draw_steps"] or Settings().steps
+        drawn = [n for _, _, numbers in first for n in numbers]
+        for _ in range(draw_steps - cfg["steps"]):
+            drawn += next(stream)[2]
+        records = [f.result() for f in futures]
+    drawn = np.array(drawn)
+    result = {
+        "meta": {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                 "quick": quick, "jobs": jobs, "cpu_count": os.cpu_count(),
+                 "machine": platform.machine(), "python": platform.python_version(),
+                 "numpy": np.__version__, "load_average_before": load_before,
+                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
+                 "total_s": time.perf_counter() - t0},
+        "config": {k: v for k, v in cfg.items() if k != "settings"},
+        "bpe_size": len(bpe),
+        "draws": {"steps": draw_steps, "pairs": len(drawn),
+                  "distinct": len(np.unique(drawn)),
+                  "round_thousands": int(np.sum((drawn % 1000 == 0) & (drawn > 0))),
+                  "distinct_round_thousands": len(np.unique(
+                      drawn[(drawn % 1000 == 0) & (drawn > 0)])),
+                  "pairs_first_steps": sum(len(numbers) for *_, numbers in first)},
+        "runs": records,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    for r in records:
+        print(f"  {r['setting']:20} loss {r['loss'][0]:.3f} -> {r['loss'][-1]:.3f}  "
+              f"held-out loss {r['held_out_loss']:.4f}  exact match "
+              f"{r['exact_match']:.2%}  ({r['train_seconds']:.0f} s)")
+    print(f"draws in {draw_steps} steps: {result['draws']}")
+    print(f"total {result['meta']['total_s']:.0f} s; wrote {out}")
+    return result
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny settings, seconds")
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "ablations.json")
+    ap.add_argument("--translation", action="store_true",
+                    help="chapter 15's translator: dropout and label smoothing removed")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default: results/ablations.json (--translation: "
+                         "results/ablations_translation.json)")
     ap.add_argument("--only", nargs="*", help="run only these experiments")
     ap.add_argument("--jobs", type=int, default=None,
                     help="worker processes (default: 1 with --quick, else min(2, CPUs))")
     args = ap.parse_args(argv)
+    jobs = args.jobs or (1 if args.quick else min(2, os.cpu_count() or 1))
+    if args.translation:
+        out = args.out or HERE / "results" / "ablations_translation.json"
+        return translation_main(args.quick, out, jobs)
+    args.out = args.out or HERE / "results" / "ablations.json"
     import torch
 
     configs = QUICK if args.quick else FULL
     names = args.only or list(configs)
-    jobs = args.jobs or (1 if args.quick else min(2, os.cpu_count() or 1))
     work = [(name, setting, seed, configs[name]) for name in names
             for setting in configs[name]["settings"] for seed in configs[name]["seeds"]]
     t0 = time.perf_counter()

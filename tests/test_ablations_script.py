@@ -66,3 +66,56 @@ def test_unscaled_attention_cancels_the_scale():
     expected /= expected.sum(-1, keepdims=True)
     assert np.allclose(weights, expected, rtol=1e-12, atol=1e-15)
     assert np.allclose(out, expected @ v, rtol=1e-12)
+
+
+def test_translation_ablation_quick(tmp_path):
+    """--translation: three runs of chapter 15's translator, each changing one setting."""
+    import ablations
+
+    out = tmp_path / "ablations_translation.json"
+    ablations.main(["--translation", "--quick", "--out", str(out)])
+    result = json.loads(out.read_text())
+    cfg = ablations.TRANSLATION_QUICK
+    runs = {r["setting"]: r for r in result["runs"]}
+    assert {name: (r["p_drop"], r["label_smoothing"]) for name, r in runs.items()} == {
+        "recipe": (0.1, 0.1), "no dropout": (0.0, 0.1), "no label smoothing": (0.1, 0.0)}
+    for r in runs.values():
+        assert len(r["loss"]) == cfg["steps"] and 0 <= r["exact_match"] <= 1
+        assert len(r["wrong"]) == round((1 - r["exact_match"]) * cfg["n_eval"])
+        # a random model's first loss is near ln V, and its held-out loss too
+        assert abs(r["loss"][0] - math.log(result["bpe_size"])) < 1.5
+        assert abs(r["held_out_loss"] - math.log(result["bpe_size"])) < 1.5
+    # the same first batch, weights and masks: dropout off changes the first loss, and
+    # smoothing off changes it too (the smoothed loss is not the plain one)
+    assert runs["no dropout"]["loss"][0] != runs["recipe"]["loss"][0]
+    assert runs["no label smoothing"]["loss"][0] != runs["recipe"]["loss"][0]
+    draws = result["draws"]
+    assert draws["steps"] == cfg["draw_steps"] > cfg["steps"]
+    assert cfg["steps"] <= draws["pairs_first_steps"] < draws["pairs"]
+    assert draws["distinct"] <= draws["pairs"]
+
+
+def test_held_out_loss_is_the_mean_nll_of_each_pair_alone():
+    """The padded batch's loss equals torch's cross-entropy summed over each pair run
+    alone, without padding, divided by the number of predicted tokens."""
+    import ablations
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import mini_transformer as mt
+    from mini_transformer.number_words.data import encode_pairs
+    from mini_transformer.tasks import number_words
+
+    pairs = number_words([3, 42, 1234, 700_015])
+    bpe = mt.BPE.learn([t for p in pairs for t in p], vocab_size=60)
+    params = mt.TransformerParams.random(np.random.default_rng(0), vocab_size=len(bpe),
+                                         d_model=16, n_heads=2, n_layers=1)
+    total, count = 0.0, 0
+    for src, tgt in zip(*encode_pairs(pairs, bpe)):
+        logits = mt.transformer(np.array([src]), np.array([tgt[:-1]]), params)[0]
+        total += float(F.cross_entropy(torch.tensor(logits), torch.tensor(tgt[1:]),
+                                       reduction="sum"))
+        count += len(tgt) - 1
+    assert math.isclose(ablations.held_out_loss(params, pairs, bpe), total / count,
+                        rel_tol=1e-9)
