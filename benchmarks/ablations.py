@@ -1,12 +1,12 @@
-"""Ablations of the paper's training recipe: the reverse task (chapter 14) and the
-number-words translator (chapter 15).
+"""Ablations of the paper's training recipe: the reverse task (chapter 15) and the
+number-words translator (chapter 17).
 
     python benchmarks/ablations.py                  # the full run (a few minutes on 2 cores)
     python benchmarks/ablations.py --quick          # a smoke test (seconds)
-    python benchmarks/ablations.py --translation    # chapter 15's (about 20 minutes)
+    python benchmarks/ablations.py --translation    # chapter 17's (about 20 minutes)
 
 Four experiments, each over several seeds, each run trained from scratch with the
-package's ``transformer`` on torch tensors and torch's autograd (chapter 14 shows that this
+package's ``transformer`` on torch tensors and torch's autograd (chapter 15 shows that this
 gives the package's hand-derived gradients), the package's ``adam_step`` (β₁ 0.9, β₂ 0.98,
 ε 1e-9), the paper's learning-rate schedule, eq. (3), and label smoothing 0.1 unless the
 experiment varies it:
@@ -27,18 +27,18 @@ experiment varies it:
   largest probability of the next token, teacher-forced) and the perplexity (exp of the mean
   negative log-likelihood of the correct next token, teacher-forced, no smoothing).
 
-``--translation`` trains chapter 15's translator three times with the train command's
+``--translation`` trains chapter 17's translator three times with the train command's
 own ``train`` and its default recipe, for a short run of ``TRANSLATION["steps"]`` steps
 from the same seed (so the same BPE, initial weights and batches): as the recipe stands,
 without dropout (P_drop = 0), and without label smoothing (ε_ls = 0). Each model (the
-last weights, no averaging) is scored on the held-out numbers chapter 15 decodes at step
+last weights, no averaging) is scored on the held-out numbers chapter 17 decodes at step
 500 (2,000 drawn with seed 7): greedy exact match, and the held-out loss (teacher-forced,
 no dropout, no smoothing). Results go to ``benchmarks/results/ablations_translation.json``.
 
 Every run records its training loss at every step and, every ``eval_every`` steps, the
 held-out accuracy. Runs go to worker processes (two on a 2-core machine), one torch thread
 each: the matrices are small, and one run per core keeps both cores busy. Results go to
-``benchmarks/results/ablations.json``, which chapter 14 plots.
+``benchmarks/results/ablations.json``, which chapter 15 plots.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def _run_packed(args):
     return run(*args)
 
 
-# Chapter 15: the translator's recipe with dropout or label smoothing removed, one at a time.
+# Chapter 17: the translator's recipe with dropout or label smoothing removed, one at a time.
 # steps: each run's length; draw_steps: how far the data stream is replayed to count the
 # pairs the train command's full run drew (its default number of steps).
 TRANSLATION = dict(steps=500, draw_steps=None, seed=0, n_eval=2000, eval_seed=7, train={},
@@ -348,7 +348,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny settings, seconds")
     ap.add_argument("--translation", action="store_true",
-                    help="chapter 15's translator: dropout and label smoothing removed")
+                    help="chapter 17's translator: dropout and label smoothing removed")
     ap.add_argument("--out", type=Path, default=None,
                     help="default: results/ablations.json (--translation: "
                          "results/ablations_translation.json)")

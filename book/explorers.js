@@ -308,7 +308,7 @@ window.mtExplorers = (function () {
     update();
   }
 
-  // 3. Attention maps of trained models: kind, layer, head, token (chapter 14).
+  // 3. Attention maps of trained models: kind, layer, head, token (chapter 16).
   function shade(w) {   // white to dark blue, like matplotlib's "Blues": [r, g, b]
     var a = [247, 251, 255], b = [8, 48, 107];
     return a.map(function (x, j) { return Math.round(x + (b[j] - x) * w); });

@@ -1,4 +1,4 @@
-"""The paper's optimiser (§5.3, chapter 14): Adam, β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
+"""The paper's optimiser (§5.3, chapter 15): Adam, β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
 its learning-rate schedule, eq. (3).
 
 Adam works on any params container (``MultiHeadParams``, ``TransformerParams``, ...) and

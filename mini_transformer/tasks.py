@@ -1,4 +1,4 @@
-"""Synthetic sequence-to-sequence tasks for training a small Transformer (chapter 14).
+"""Synthetic sequence-to-sequence tasks for training a small Transformer (chapter 15).
 
 Token ids: ``BOS`` = 0 starts every target, ``EOS`` = 1 ends it, and the symbols are
 2, ..., vocab_size − 1. A task returns NumPy int64 arrays

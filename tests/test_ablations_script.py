@@ -1,4 +1,4 @@
-"""benchmarks/ablations.py runs on its tiny setting and writes what chapter 14 reads."""
+"""benchmarks/ablations.py runs on its tiny setting and writes what chapter 15 reads."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_unscaled_attention_cancels_the_scale():
 
 
 def test_translation_ablation_quick(tmp_path):
-    """--translation: three runs of chapter 15's translator, each changing one setting."""
+    """--translation: three runs of chapter 17's translator, each changing one setting."""
     import ablations
 
     out = tmp_path / "ablations_translation.json"

@@ -1,110 +1,146 @@
 """book/exercises/ch15.py: each checker accepts a solution written here independently
-(the merges counted by hand, the length penalty's formula, sacrebleu's chrF) and names
-the mistake in answers written as a reader who made it would write them."""
+(closed forms, attention weights recomputed in torch, the ablation file's own float32
+values) and names the mistake in answers written as a reader who made it would write
+them."""
 
+import json
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sacrebleu
+import torch
 
-from mini_transformer.tasks import number_words, split_numbers
+import mini_transformer as mt
+from mini_transformer import tasks
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book"))
 from exercises import ch15  # noqa: E402
 from helpers import refused  # noqa: E402
 
 
 
-# --- 1. merges 5 and 6 ----------------------------------------------------------------
+# --- 1. the schedule for d_model = 256, warmup_steps = 8000 ---------------------------
 
-# After e+r, u+n, un+d, v+i the words are
-#   d r e i h und er t</w> | vi er h und er t</w> | d r e i und vi er z i g</w> |
-#   vi er und d r e i ß i g</w>
-# and four pairs occur 3 times: d+r, r+e, e+i, vi+er. The largest in string order is
-# vi+er; after it, d+r, r+e and e+i still occur 3 times each: r+e.
-MERGE_5, MERGE_6 = ("vi", "er"), ("r", "e")
+# peak d^-0.5 w^-0.5 at step w; before it the rate is step d^-0.5 w^-1.5: half at w / 2;
+# after it d^-0.5 step^-0.5: half where step^-0.5 = w^-0.5 / 2, at step 4w
+PEAK = 1 / math.sqrt(256 * 8000)
 
 
 def test_1_right():
-    assert ch15.check_1(MERGE_5, MERGE_6).ok is True
-    assert ch15.check_1(list(MERGE_5), list(MERGE_6)).ok is True
-
-
-def test_1_mistakes():
-    # the smallest pair among ties: d+r, then dr+e (3 times, with e+i and vi+er)
-    assert refused(ch15.check_1(("d", "r"), ("dr", "e")), "tie-break", "ties")
-    assert refused(ch15.check_1(MERGE_6, MERGE_5), "swapped", "order")
-    assert refused(ch15.check_1(MERGE_5, MERGE_5), "not-applied", "applied")
-    assert refused(ch15.check_1("vier", "re"), "joined", "pair")
-    assert refused(ch15.check_1(("e", "i"), MERGE_6), "value", "most frequent")
-
-
-def test_1_unanswered():
-    assert ch15.check_1(..., ...).ok is None
-    assert ch15.check_1(MERGE_5, ...).ok is None
-
-
-# --- 2. the length penalty ------------------------------------------------------------
-
-def lp(length, alpha):
-    return ((5 + length) / (5 + 1)) ** alpha      # Wu et al. (2016), eq. 14
-
-
-SCORES = np.array([[-1.2 / lp(3, a), -1.4 / lp(6, a)] for a in (0, 0.6, 1)])
-
-
-def test_2_right():
-    assert ch15.check_2(SCORES).ok is True
-    # the chapter's rounded values: A -1.200, -1.010, -0.900; B -1.400, -0.973, -0.764
-    assert ch15.check_2([[-1.2, -1.4], [-1.010, -0.973], [-0.900, -0.764]]).ok is True
+    assert ch15.check_1(PEAK, 4000, 32000).ok is True
+    assert ch15.check_1(6.988e-4, 4000, 32000).ok is True   # rounded as printed
 
 
 @pytest.mark.parametrize("answer, key, word", [
-    ([[-1.2 * lp(3, a), -1.4 * lp(6, a)] for a in (0, 0.6, 1)], "multiplied",
-     "divides"),
-    ([[-1.2 / 8**a, -1.4 / 11**a] for a in (0, 0.6, 1)], "no-six", "(5 + 1)"),
-    ([[-1.2 / 3**a, -1.4 / 6**a] for a in (0, 0.6, 1)], "length-only", "adds 5"),
-    (-SCORES, "sign", "negative"),
-    (SCORES.T, "transposed", "transpose"),
+    ((1 / math.sqrt(256 * 4000), 4000, 32000), "warmup-4000", "4000"),
+    ((1 / math.sqrt(512 * 8000), 4000, 32000), "d-512", "512"),
+    ((PEAK, 4000, 16000), "inverse-step", "1/step"),
+    ((PEAK, 4000, 24000), "steps-after-peak", "step number"),
+])
+def test_1_mistakes(answer, key, word):
+    assert refused(ch15.check_1(*answer), key, word)
+
+
+def test_1_unanswered():
+    assert ch15.check_1(..., ..., ...).ok is None
+
+
+# --- 2. Adam's first step ------------------------------------------------------------
+
+def test_2_right():
+    # m = 0.1 g, v = (1 − β₂) g²: the uncorrected update is 0.1 / √(1 − β₂); corrected,
+    # m̂ = g and v̂ = g², so the update is g / (|g| + ε) with ε = 1e-9
+    uncorrected = (0.1 / math.sqrt(0.02), 0.1 / math.sqrt(0.001))
+    assert ch15.check_2(*uncorrected, 1 / (1 + 1e-9)).ok is True
+    assert ch15.check_2(0.707, 3.162, 1).ok is True
+
+
+@pytest.mark.parametrize("answer, key, word", [
+    ((0.1 / 0.02, 0.1 / 0.001, 1.0), "no-sqrt", "square root"),
+    ((1 / math.sqrt(0.02), 1 / math.sqrt(0.001), 1.0), "m-full", "(1 − β₁)"),
+    ((0.1, 0.1, 1.0), "v-full", "(1 − β₂)"),
+    ((0.1 / math.sqrt(0.02), 0.1 / math.sqrt(0.001), 0.1 / math.sqrt(0.02)),
+     "uncorrected", "divide"),
 ])
 def test_2_mistakes(answer, key, word):
-    assert refused(ch15.check_2(answer), key, word)
+    assert refused(ch15.check_2(*answer), key, word)
 
 
 def test_2_unanswered():
-    assert ch15.check_2(...).ok is None
+    assert ch15.check_2(..., ..., ...).ok is None
 
 
-# --- 3. one letter short --------------------------------------------------------------
+# --- 3. the probabilities at the floor ------------------------------------------------
 
-@pytest.fixture(scope="module")
-def references():
-    _, held = split_numbers()
-    above = np.random.default_rng(4).choice(held[held >= 10_000], 500, replace=False)
-    return [de for _, de in number_words(np.union1d(held[held < 10_000], above))]
-
-
-def test_3_right(references):
-    cut = [r[:-1] for r in references]
-    assert len(references) == 604
-    em = sum(c == r for c, r in zip(cut, references)) / len(references)
-    chrf = sacrebleu.corpus_chrf(cut, [references]).score    # chrF, β = 2, n = 6
-    assert ch15.check_3(em, chrf).ok is True
-    assert ch15.check_3(0, 98.2).ok is True              # as the solution rounds it
+def test_3_right():
+    # p = q: the correct token 1 − ε + ε/12, each other ε/12
+    assert ch15.check_3(0.9 + 0.1 / 12, 0.1 / 12).ok is True
+    assert ch15.check_3(0.9084, 0.0083).ok is True    # the chapter's measured values
 
 
-def test_3_mistakes(references):
-    cut = [r[:-1] for r in references]
-    chrf = sacrebleu.corpus_chrf(cut, [references]).score
-    assert refused(ch15.check_3(0, chrf / 100), "fraction", "0 to 100")
-    swapped = sacrebleu.corpus_chrf(references, [cut]).score
-    assert refused(ch15.check_3(0, swapped), "swapped", "swapped")
-    mean = np.mean([sacrebleu.sentence_chrf(c, [r]).score
-                    for c, r in zip(cut, references)])
-    assert refused(ch15.check_3(0, mean), "sentence-mean", "sentences")
+@pytest.mark.parametrize("answer, key, word", [
+    ((0.9, 0.1 / 11), "eps-over-n-minus-1", "11 other"),
+    ((0.9 + 0.1 / 11, 0.1 / 11), "vocab-11", "12"),
+    ((0.9, 0.1 / 12), "no-eps-on-target", "ε/n_vocab"),
+    ((1.0, 0.0), "certain", "one-hot"),
+])
+def test_3_mistakes(answer, key, word):
+    assert refused(ch15.check_3(*answer), key, word)
 
 
 def test_3_unanswered():
     assert ch15.check_3(..., ...).ok is None
+
+
+# --- 4. saturation at initialisation --------------------------------------------------
+
+EXPERIMENT = json.loads((ROOT / "benchmarks/results/ablations.json").read_text())[
+    "experiments"]["scale_dk64"]
+
+
+def torch_largest_weights(scaled):
+    """Per seed, the mean over queries of the largest weight of encoder layer 0's head,
+    from the projections in torch (not through mt.multi_head_attention)."""
+    config = EXPERIMENT["config"]
+    means = []
+    for seed in config["seeds"]:
+        p = mt.TransformerParams.random(np.random.default_rng(seed), vocab_size=12,
+                                        **config["model"])
+        src = tasks.reverse_task(np.random.default_rng(2000 + seed), 500, 8, 12)[0]
+        x = torch.tensor(mt.embed(src, p.embedding))               # (500, n, 64)
+        a = p.encoder_layers[0].attn
+        q = torch.einsum("bnd,hdk->bhnk", x, torch.tensor(a.W_Q)) + torch.tensor(
+            a.b_Q)[:, None]
+        k = torch.einsum("bnd,hdk->bhnk", x, torch.tensor(a.W_K)) + torch.tensor(
+            a.b_K)[:, None]
+        scores = q @ k.mT / (math.sqrt(q.shape[-1]) if scaled else 1.0)
+        means.append(float(torch.softmax(scores, -1).amax(-1).mean()))
+    return means
+
+
+@pytest.fixture(scope="module")
+def largest():
+    return {s: torch_largest_weights(s) for s in (True, False)}
+
+
+def test_4_right(largest):
+    scaled, unscaled = np.mean(largest[True]), np.mean(largest[False])
+    assert ch15.check_4(scaled, unscaled).ok is True
+    # the ablation file's float32 torch values, averaged, pass too
+    file = {s: np.mean([r["initial"]["max_weight_enc0"] for r in EXPERIMENT["runs"]
+                        if r["setting"] == s]) for s in ("scaled", "unscaled")}
+    assert ch15.check_4(file["scaled"], file["unscaled"]).ok is True
+
+
+def test_4_mistakes(largest):
+    scaled, unscaled = np.mean(largest[True]), np.mean(largest[False])
+    assert refused(ch15.check_4(unscaled, scaled), "swapped", "swapped")
+    assert refused(ch15.check_4(largest[True][0], unscaled), "one-seed", "every seed")
+    assert refused(ch15.check_4(scaled, 1 / 8), "mean-weight", "1/n")
+
+
+def test_4_unanswered():
+    assert ch15.check_4(..., ...).ok is None

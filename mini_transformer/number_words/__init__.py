@@ -1,4 +1,4 @@
-"""English number words to German, the paper's experiment in miniature (chapter 15).
+"""English number words to German, the paper's experiment in miniature (chapter 17).
 
     number-words translate "three hundred and forty-two"
     number-words train --out-dir my_model

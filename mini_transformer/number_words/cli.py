@@ -73,7 +73,7 @@ def _version():
 def parser():
     s = Settings()
     ap = _Parser(prog=PROG, description="English number words to German, the "
-                 "paper's experiment in miniature (chapter 15 of the book).",
+                 "paper's experiment in miniature (chapter 17 of the book).",
                  epilog="Exit status: 0 done; 1 the run failed (a model that cannot "
                  "be loaded, a file that cannot be written, an input refused); 2 a "
                  "usage error; 130 stopped by Ctrl-C. Errors are one line on "

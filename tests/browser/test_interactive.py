@@ -172,7 +172,7 @@ def cells(root, n_q, n_k):
 
 
 def test_attention_explorer(browser):  # noqa: F811
-    with opened(browser, "book/14_training", "mtx-attention") as (tab, root, d):
+    with opened(browser, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
         scale = 10 ** d["decimals"]
         assert [m["name"] for m in d["models"]] == ["reverse", "sort"]
         for m in d["models"]:                  # the stored maps are attention weights
@@ -375,7 +375,7 @@ def test_positional_explorer_by_keyboard(browser):  # noqa: F811
 
 
 def test_attention_explorer_by_keyboard(browser):  # noqa: F811
-    with opened(browser, "book/14_training", "mtx-attention") as (tab, root, d):
+    with opened(browser, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
         scale, decimals = 10 ** d["decimals"], d["decimals"]
         stops = tab_stops(tab, root)
         selects = ["model-select", "example-select", "kind-select", "layer-select",
