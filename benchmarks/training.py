@@ -195,6 +195,8 @@ def main(argv=None):
     ap.add_argument("--memory", action="store_true",
                     help="only the peak memory of one NumPy step at each size")
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=None)
+    ap.add_argument("--skip-99", action="store_true", help="no time to 99%%")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for NumPy's BLAS and torch (default: every CPU)")
     ap.add_argument("--out", type=Path, default=None)
@@ -205,7 +207,7 @@ def main(argv=None):
     threads = args.threads or cpus()
     torch.set_num_threads(threads)
     threadpool_limits(threads)
-    sizes = ["notebook"] if args.quick else list(SIZES)
+    sizes = ["notebook"] if args.quick else (args.sizes or list(SIZES))
     if args.memory:
         for size in sizes:
             print(f"{size:24s} peak {peak_step_bytes(size) / 2**20:8.2f} MiB", flush=True)
@@ -246,7 +248,7 @@ def main(argv=None):
         found.append({"name": f"numpy_hand_over_torch_nn_{size}", "measured": ratio,
                       "bound": TARGETS[size], "met": bool(ratio <= TARGETS[size])})
     result = {"meta": meta, "rows": rows, "targets": found}
-    if not args.quick:
+    if not (args.quick or args.skip_99):
         result["time_to_99"] = time_to_99(max_steps=2000)
         r = result["time_to_99"]
         print(f"time to 99%: {r['seconds']:.1f} s, {r['steps']} steps, accuracy {r['accuracy']}")
