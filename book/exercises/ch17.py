@@ -6,7 +6,8 @@ check_2(scores): the scores log Pr / lp(ℓ) of the finished translations A (3 t
     log Pr = -1.2) and B (6 tokens, -1.4), a 3 × 2 array: rows α = 0, 0.6, 1, columns
     A, B.
 check_3(em, chrf): the exact match and the corpus chrF (0 to 100) of a model that writes
-    every one of the chapter's 604 held-out numbers without its last letter.
+    every one of the chapter's held-out numbers (all those below 10,000 and 500 drawn
+    above) without its last letter.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def _cut_scores():
     """The exact match and chrF of the references cut by a letter, and the mistakes'."""
     _, held = split_numbers()
     above = np.random.default_rng(4).choice(held[held >= 10_000], 500, replace=False)
-    numbers = np.union1d(held[held < 10_000], above)   # the chapter's 604 numbers
+    numbers = np.union1d(held[held < 10_000], above)   # the chapter's numbers
     refs = [de for _, de in number_words(numbers)]
     cut = [r[:-1] for r in refs]
     return {
