@@ -54,10 +54,11 @@ def model():
 
 @pytest.fixture(scope="module")
 def sample():
-    """Held-out numbers (n % 97 == 0): the first 12 (one to four digits) and every
-    tenth after them, 1,042 in all, every length from one digit to six."""
+    """Held-out numbers (n % 97 == 0 and n > 0): the first 12 (two to four digits) and
+    every tenth after them, 1,042 in all, every length from two digits to six; and the
+    one-digit numbers, which are all trained on."""
     _, held = split_numbers()
-    numbers = np.concatenate([held[:12], held[12::10]])
+    numbers = np.concatenate([np.arange(10), held[:12], held[12::10]])
     assert {len(str(n)) for n in numbers} == {1, 2, 3, 4, 5, 6} and len(numbers) > 1000
     return [int(n) for n in numbers], number_words(numbers)
 
