@@ -21,9 +21,7 @@ a checked page is over.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -31,18 +29,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: book_toc, as a script
 from book_toc import toc_entries  # noqa: E402
+from test_rendered_book import (  # noqa: E402, F401  (browser is a fixture)
+    CHROMIUM_ARGS, HTML, _find_chromium, browser,
+)
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 WIDTH, SCREEN = 1280, 900
 MAX_SCREENS = 20
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-]
 PAGES = toc_entries()
 # Chapter 0 and the numbered chapters: book/00_..., book/01_..., ...
 CHECKED = [p for p in PAGES if re.match(r"book/\d\d_", p)]
@@ -70,15 +64,6 @@ async () => {
 """
 
 
-def _find_chromium() -> str | None:
-    if os.environ.get("CHROMIUM"):
-        return os.environ["CHROMIUM"]
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 def measure(browser, html: Path, page: str) -> dict:
     """``{'height': px, 'screens': height / 900, 'details': folded blocks}`` of one page."""
     path = html / f"{page}.html"
@@ -96,24 +81,6 @@ def measure(browser, html: Path, page: str) -> dict:
         context.close()
     out["screens"] = out["height"] / SCREEN
     return out
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not HTML.joinpath("index.html").exists():
-        pytest.fail(f"no built book at {HTML}: run `jupyter-book build -W -n --keep-going .` "
-                    "first (or point BOOK_HTML at the built _build/html)")
-    executable = _find_chromium()
-    if executable is None:
-        message = "Chromium not found: `apt-get install chromium chromium-driver` (or set CHROMIUM)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def test_chapters_are_checked():
