@@ -154,20 +154,20 @@ def scaled_dot_product_attention(q, k, v, mask=None):
 def scaled_dot_product_attention_backward(
     q, k, v, grad_output, mask=None, weights=None
 ):
-    """The gradients of Attention(Q, K, V) = P V, P = softmax(S), S = Q Kᵀ / √d_k.
+    """The gradients of Attention(Q, K, V) = A V, A = softmax(S), S = Q Kᵀ / √d_k.
 
-    With dO = ∂L/∂output, row by row (the forward's P is recomputed, not stored):
+    With dO = ∂L/∂output, row by row (the forward's A is recomputed, not stored):
 
-        dV = Pᵀ dO                        (n_k, d_v)
-        dP = dO Vᵀ                        (n_q, n_k)
-        dS = P ∘ (dP − rowsum(dP ∘ P))    softmax_backward
+        dV = Aᵀ dO                        (n_k, d_v)
+        dA = dO Vᵀ                        (n_q, n_k)
+        dS = A ∘ (dA − rowsum(dA ∘ A))    softmax_backward
         dQ = dS K / √d_k                  (n_q, d_k)
         dK = dSᵀ Q / √d_k                 (n_k, d_k)
 
-    A masked score has P = 0, hence dS = 0: it passes no gradient, and a query whose
+    A masked score has A = 0, hence dS = 0: it passes no gradient, and a query whose
     keys are all masked gets zero, finite gradients. Arrays that the forward
     broadcast get the sum over their copies. mask: as in the forward (the float
-    mask is a constant: no gradient). weights: the forward's P, when the caller has
+    mask is a constant: no gradient). weights: the forward's A, when the caller has
     it already (``multi_head_attention_backward`` does); by default recomputed.
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
@@ -175,15 +175,15 @@ def scaled_dot_product_attention_backward(
     _checks.namespace(q, grad_output, names=("q", "grad_output"))
     if weights is None:
         _, weights = scaled_dot_product_attention(q, k, v, mask)
-    p = weights                                              # P, (..., n_q, n_k)
-    expected = (*p.shape[:-1], v.shape[-1])
+    a = weights                                              # A, (..., n_q, n_k)
+    expected = (*a.shape[:-1], v.shape[-1])
     _checks.same(tuple(grad_output.shape), expected,
                  f"grad_output must have the output's shape {expected}, got "
                  f"{tuple(grad_output.shape)}")
     scale = 1 / math.sqrt(q.shape[-1])
     d_out = grad_output
-    grad_v = p.mT @ d_out                                    # (..., n_k, d_v)
-    grad_s = softmax_backward(p, d_out @ v.mT)               # (..., n_q, n_k)
+    grad_v = a.mT @ d_out                                    # (..., n_k, d_v)
+    grad_s = softmax_backward(a, d_out @ v.mT)               # (..., n_q, n_k)
     grad_q = grad_s @ k * scale                              # (..., n_q, d_k)
     grad_k = grad_s.mT @ q * scale                           # (..., n_k, d_k)
     return (sum_to(grad_q, q.shape), sum_to(grad_k, k.shape), sum_to(grad_v, v.shape))

@@ -1,5 +1,5 @@
-"""The paper's optimiser (§5.3, chapter 15): Adam, β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹, and
-its learning-rate schedule, eq. (3).
+"""The paper's optimiser (§5.3, chapter 15): Adam, β₁ = 0.9, β₂ = 0.98,
+ε_Adam = 10⁻⁹, and its learning-rate schedule, eq. (3).
 
 Adam works on any params container (``MultiHeadParams``, ``TransformerParams``, ...) and
 the gradients returned for it in a container of the same layout; its moments are two
@@ -50,11 +50,11 @@ class AdamState:
 
 def adam_step(params, grads, state: AdamState, lr: float,
               beta1: float = 0.9, beta2: float = 0.98, eps: float = 1e-9):
-    """One Adam update (Kingma & Ba 2015) with the paper's β₁, β₂, ε as defaults:
+    """One Adam update (Kingma & Ba 2015) with the paper's β₁, β₂, ε_Adam as defaults:
 
         m ← β₁ m + (1 − β₁) g,    v ← β₂ v + (1 − β₂) g²
         m̂ = m / (1 − β₁ᵗ),       v̂ = v / (1 − β₂ᵗ)
-        θ ← θ − lr · m̂ / (√v̂ + ε)
+        θ ← θ − lr · m̂ / (√v̂ + ε_Adam)       (ε_Adam is ``eps``)
 
     Returns (new params, new state); nothing is changed in place.
     """

@@ -13,7 +13,9 @@ from . import _checks
 
 
 def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = False):
-    """softmax(x)_i = exp(x_i / T) / Σ_j exp(x_j / T), along ``axis``.
+    """a = softmax(s / τ): a_j = exp(s_j / τ) / Σ_k exp(s_k / τ), along ``axis``.
+
+    The scores s are ``x`` and the temperature τ is ``temperature`` (chapter 3).
 
     Stable: the row maximum is subtracted first, so no ``exp`` overflows.
     A row that is all ``-inf`` (every key masked) gives zeros, not NaN;
@@ -35,7 +37,7 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
 
 
 def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
-    """exp(x − m) / Σ_j exp(x_j − m), m = the row maximum: the softmax at T = 1.
+    """a_j = exp(s_j − m) / Σ_k exp(s_k − m), m = the row maximum: the softmax at τ = 1.
 
     Subtracting m changes nothing mathematically (it cancels between numerator
     and denominator) and keeps every exp(·) ≤ 1. No checks: call ``softmax``.
@@ -49,7 +51,7 @@ def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
 
 
 def _divide_by_temperature(x, temperature, xp):
-    if temperature == math.inf:  # the limit T -> inf: uniform over the unmasked keys
+    if temperature == math.inf:  # the limit τ -> inf: uniform over the unmasked keys
         # keep -inf (masked) and NaN as they are
         return xp.where(xp.isfinite(x), 0.0, x)
     return x if temperature == 1.0 else x / temperature
@@ -143,21 +145,21 @@ def log_softmax(x, axis: int = -1):
 
 
 def softmax_backward(weights, grad_weights, axis: int = -1):
-    """The vector–Jacobian product of the softmax: ∂L/∂x from ∂L/∂p, p = softmax(x).
+    """The vector–Jacobian product of the softmax: ∂L/∂s from ∂L/∂a, a = softmax(s).
 
-    The Jacobian is ∂p_i/∂x_j = p_i (δ_ij − p_j), diagonal minus outer product, so
+    The Jacobian is ∂a_i/∂s_j = a_i ([i = j] − a_j), diagonal minus outer product, so
 
-        ∂L/∂x = p ∘ (g − Σ_j p_j g_j),    g = ∂L/∂p,
+        ∂L/∂s = a ∘ (g − Σ_j a_j g_j),    g = ∂L/∂a,
 
     one row sum and two element-wise products: the n × n Jacobian is never formed.
-    weights: the softmax's output p (reused, not recomputed); grad_weights: g, same
+    weights: the softmax's output a (reused, not recomputed); grad_weights: g, same
     shape.
-    Rows of p that are all 0 (every key masked) get a zero gradient.
+    Rows of a that are all 0 (every key masked) get a zero gradient.
     """
     xp = _checks.namespace(weights, grad_weights, names=("weights", "grad_weights"))
     _checks.same(tuple(weights.shape), tuple(grad_weights.shape),
                  f"weights {tuple(weights.shape)} and grad_weights "
                  f"{tuple(grad_weights.shape)} must have the same shape")
     _checks.axis_length(weights, axis, "weights")
-    p, g = weights, grad_weights
-    return p * (g - xp.sum(p * g, axis=axis, keepdims=True))
+    a, g = weights, grad_weights
+    return a * (g - xp.sum(a * g, axis=axis, keepdims=True))
