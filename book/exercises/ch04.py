@@ -1,6 +1,6 @@
 """Checkers for chapter 4's exercises (scaled dot-product attention).
 
-check_2: the factor c on W^Q for which "Chai" puts weight 0.99 on "piyo".
+check_2: the factor rho on W^Q for which "Chai" puts weight 0.99 on "piyo".
 check_3: a function bottom_right_mask(n_q, n_k), the causal mask of the newest queries.
 check_4: a function masked_attention(Q, K, V, mask) whose output never reads the value
     of a masked key (a NaN there included).
@@ -24,22 +24,22 @@ W_K = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
 W_V = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
 
 
-def _chai_on_piyo(c: float) -> float:
-    """The weight "Chai" puts on "piyo" when W^Q is multiplied by c."""
-    _, w = mt.scaled_dot_product_attention(X @ (c * W_Q), X @ W_K, X @ W_V)
+def _chai_on_piyo(rho: float) -> float:
+    """The weight "Chai" puts on "piyo" when W^Q is multiplied by rho."""
+    _, w = mt.scaled_dot_product_attention(X @ (rho * W_Q), X @ W_K, X @ W_V)
     return float(w[0, 1])
 
 
-def check_2(c):
-    """c > 0 with weight 0.99 of "Chai" on "piyo" when W^Q becomes c W^Q."""
+def check_2(rho):
+    """rho > 0 with weight 0.99 of "Chai" on "piyo" when W^Q becomes rho W^Q."""
     d_k = W_K.shape[1]
-    S = (X @ W_Q) @ (X @ W_K).T                       # unscaled scores, c = 1
+    S = (X @ W_Q) @ (X @ W_K).T                       # unscaled scores, rho = 1
     gap = S[0, 1] - S[0, 0]                           # "piyo" minus "Chai", unscaled
     scaled_gap = gap / math.sqrt(d_k)
     expected = math.log(99) / scaled_gap
     mistakes = [
         Mistake("no-scaling", math.log(99) / gap,
-                "your c is what you would need without the scaling: the scores are "
+                "your ρ is what you would need without the scaling: the scores are "
                 "divided by √d_k before the softmax."),
         Mistake("divided-by-d_k", math.log(99) / (gap / d_k),
                 "you divided the scores by d_k; attention divides them by √d_k."),
@@ -48,18 +48,18 @@ def check_2(c):
         Mistake("log2", math.log2(99) / scaled_gap,
                 "you used a base-2 logarithm; the softmax exponentiates with e."),
         Mistake("odds-100", math.log(100) / scaled_gap,
-                "with your c the weight is 0.9901, a little above 0.99: solve "
+                "with your ρ the weight is 0.9901, a little above 0.99: solve "
                 "1 / (1 + e^(-x)) = 0.99 for e^(-x) once more."),
         Mistake("gap-not-factor", math.log(99),
                 "that is the scaled score gap the weight 0.99 needs, not the factor on "
-                "W^Q: how large is the gap for c = 1?"),
+                "W^Q: how large is the gap for ρ = 1?"),
         Mistake("negative", lambda a: a.ndim == 0 and a < 0,
-                "c must be positive: with c < 0 the query turns away from \"piyo\"."),
+                "ρ must be positive: with ρ < 0 the query turns away from \"piyo\"."),
     ]
-    verdict = check_value(c, expected, what="your c", mistakes=mistakes, rtol=1e-4)
+    verdict = check_value(rho, expected, what="your ρ", mistakes=mistakes, rtol=1e-4)
     if verdict.mistake == "value":
-        w = _chai_on_piyo(float(np.asarray(c, dtype=float)))
-        return wrong(f"with your c, \"Chai\" puts weight {w:.4f} on \"piyo\", "
+        w = _chai_on_piyo(float(np.asarray(rho, dtype=float)))
+        return wrong(f"with your ρ, \"Chai\" puts weight {w:.4f} on \"piyo\", "
                      "not 0.99.", "value")
     return verdict
 

@@ -69,7 +69,7 @@ def check_1(answer):
 def check_3(dot):
     """dot = PE_pos . PE_(pos+6), d_model = 4 (the same for every pos)."""
     pe = positional_encoding(16, 4)
-    dots = [pe[p] @ pe[p + 6] for p in range(10)]
+    dots = [pe[pos] @ pe[pos + 6] for pos in range(10)]
     expected = dots[0]
     assert np.ptp(dots) < 1e-12                     # it depends on the offset only
     omega_1 = 10000 ** (-2 / 4)
