@@ -2,7 +2,7 @@
 
 check_1(merge_5, merge_6): merges 5 and 6 of BPE on the four words of the hand example,
     each a pair of symbols; the expected ones are BPE.learn's.
-check_2(scores): the scores log Pr / lp(ℓ) of the finished translations A (3 tokens,
+check_2(scores): the scores log Pr / lp(|ŷ|) of the finished translations A (3 tokens,
     log Pr = -1.2) and B (6 tokens, -1.4), a 3 × 2 array: rows α = 0, 0.6, 1, columns
     A, B.
 check_3(em, chrf): the exact match and the corpus chrF (0 to 100) of a model that writes
@@ -123,7 +123,8 @@ def check_2(scores) -> Verdict:
         Mistake("no-six", table(lambda n, a: (5 + n) ** a),
                 "your penalty leaves out the division by (5 + 1)^α."),
         Mistake("length-only", table(lambda n, a: n**a),
-                "your penalty is ℓ^α: the formula adds 5 to the length first."),
+                "your penalty is the length to the power α: the formula adds 5 to "
+                "the length first."),
         Mistake("sign", -expected,
                 "your scores are positive: a log-probability is negative, and so is "
                 "its score."),
