@@ -37,7 +37,8 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
 
 
 def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
-    """a_j = exp(s_j − m) / Σ_k exp(s_k − m), m = the row maximum: the softmax at τ = 1.
+    """a_j = exp(s_j − m) / Σ_k exp(s_k − m), m = the row maximum: the softmax at τ = 1
+    of the scores s = ``x``.
 
     Subtracting m changes nothing mathematically (it cancels between numerator
     and denominator) and keeps every exp(·) ≤ 1. No checks: call ``softmax``.
