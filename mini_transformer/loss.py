@@ -10,8 +10,9 @@ from .softmax import log_softmax, softmax
 
 
 def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
-    """The mean over the counted positions of −Σ_c q_c log p_c, p = softmax(logits),
-    q = (1 − ε) one_hot(target) + ε / n_vocab: the smoothed target of
+    """The mean over the counted positions of −Σ_ν ỹ_ν log p_ν, p = softmax(logits),
+    ν a token of the vocabulary and ỹ = (1 − ε) one_hot(target) + ε / n_vocab (``q``
+    below): the smoothed target of
     ``torch.nn.functional.cross_entropy(..., label_smoothing=ε)``.
 
     logits: (..., n_vocab)   targets: (...) integer ids in [0, n_vocab)
@@ -28,11 +29,13 @@ def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=No
 def cross_entropy_backward(
     logits, targets, label_smoothing: float = 0.0, ignore_index=None
 ):
-    """∂ cross_entropy / ∂ logits = (softmax(logits) − q) / n at each counted position,
-    0 at an ignored one; q is the smoothed target and n the number counted.
+    """∂ cross_entropy / ∂ logits = (softmax(logits) − ỹ) / n at each counted position,
+    0 at an ignored one; ỹ (``q`` below) is the smoothed target and n the number
+    counted.
 
-    (Since Σ_c q_c = 1, the derivative of −Σ_c q_c (z_c − log Σ_j e^{z_j}) by z_c
-    is −q_c + p_c.) Returns an array shaped like logits.
+    (With o the logits and ν, ν′ tokens of the vocabulary: since Σ_ν ỹ_ν = 1, the
+    derivative of −Σ_ν ỹ_ν (o_ν − log Σ_ν′ e^{o_ν′}) by o_ν is −ỹ_ν + p_ν.) Returns
+    an array shaped like logits.
     """
     xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
     q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
@@ -41,7 +44,7 @@ def cross_entropy_backward(
 
 
 def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
-    """q = (1 − ε) one_hot(targets) + ε / n_vocab, in ``like``'s dtype and on its
+    """ỹ = (1 − ε) one_hot(targets) + ε / n_vocab, in ``like``'s dtype and on its
     device; (..., n_vocab). An ignored target (out of range) gives a row of
     ε / n_vocab, never used."""
     xp = array_namespace(like)

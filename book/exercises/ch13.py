@@ -3,7 +3,7 @@
 check_1(dQ, dK): the gradients of L = ΣC with respect to Q and K on "Chai piyo".
 check_2(gap_37000, gap_11): the logit gap of the correct token at the minimum of the
     smoothed loss (ε = 0.1), for n_vocab = 37000 and for n_vocab = 11.
-check_3(best_h): the step h (a power of ten) whose central difference agrees best with
+check_3(delta_best): the step δ (a power of ten) whose central difference agrees best with
     the hand gradient; accepted from 1e-6 to 1e-4, where neither the truncation nor the
     rounding error dominates (the chapter's own run finds 1e-4 or 1e-5).
 check_4(cos_eps, ratio): for the statement's seeded row and upstream gradient, the
@@ -61,7 +61,7 @@ def _gap(n_vocab, eps=0.1, log=math.log):
 
 
 def check_2(gap_37000, gap_11) -> Verdict:
-    """gap_37000, gap_11: z_correct − z_other at the loss's minimum, ε = 0.1."""
+    """gap_37000, gap_11: o_correct − o_other at the loss's minimum, ε = 0.1."""
 
     def mistakes(n):
         other = 11 if n == 37000 else 37000
