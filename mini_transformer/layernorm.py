@@ -18,9 +18,9 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5):
 
 
 def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
-    """The gradients of y = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), last axis.
+    """The gradients of LN(x) = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), last axis.
 
-    With g = ∂L/∂y and d features, and ĝ = γ ∘ g (the gradient reaching x̂):
+    With g = ∂L/∂LN(x) and d features, and ĝ = γ ∘ g (the gradient reaching x̂):
 
         ∂L/∂x = (ĝ − mean(ĝ) − x̂ ∘ mean(ĝ ∘ x̂)) / σ
         ∂L/∂γ = Σ_rows g ∘ x̂,     ∂L/∂β = Σ_rows g
