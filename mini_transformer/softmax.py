@@ -13,7 +13,7 @@ from . import _checks
 
 
 def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = False):
-    """a = softmax(s / τ): a_j = exp(s_j / τ) / Σ_k exp(s_k / τ), along ``axis``.
+    """a = softmax(s / τ): a_j = exp(s_j / τ) / Σ_j′ exp(s_j′ / τ), along ``axis``.
 
     The scores s are ``x`` and the temperature τ is ``temperature`` (chapter 3).
 
@@ -37,8 +37,8 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
 
 
 def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
-    """a_j = exp(s_j − m) / Σ_k exp(s_k − m), m = the row maximum: the softmax at τ = 1
-    of the scores s = ``x``.
+    """a_j = exp(s_j − m) / Σ_j′ exp(s_j′ − m), m = the row maximum: the softmax
+    at τ = 1 of the scores s = ``x``.
 
     Subtracting m changes nothing mathematically (it cancels between numerator
     and denominator) and keeps every exp(·) ≤ 1. No checks: call ``softmax``.
@@ -47,8 +47,8 @@ def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, 0.0, m)  # all -inf row: keep exp(-inf) = 0
     e = _exp_minus(x, m, overwrite_x)  # exp(x - m), the one array of x's shape
-    z = xp.sum(e, axis=axis, keepdims=True)  # the partition function, shifted
-    return _divide(e, xp.where(z == 0.0, 1.0, z))
+    Z = xp.sum(e, axis=axis, keepdims=True)  # the partition function, shifted
+    return _divide(e, xp.where(Z == 0.0, 1.0, Z))
 
 
 def _divide_by_temperature(x, temperature, xp):
