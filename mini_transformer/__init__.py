@@ -57,8 +57,8 @@ from .positional import positional_encoding
 from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
 from .translation import corpus_bleu, corpus_chrf, exact_match, translate
-from .transformer import (count_parameters, embed, encoder_decoder, loss_and_grads,
-                          transformer)
+from .transformer import (count_parameters, decode, embed, encode, encoder_decoder,
+                          loss_and_grads, transformer)
 
 __version__ = "0.1.0"
 
@@ -76,10 +76,12 @@ __all__ = [
     "count_parameters",
     "cross_entropy",
     "cross_entropy_backward",
+    "decode",
     "decoder",
     "decoder_layer",
     "decoder_layer_backward",
     "embed",
+    "encode",
     "encoder",
     "encoder_decoder",
     "encoder_layer",
