@@ -56,14 +56,14 @@ def trace(params, src, tgt, src_mask=None, tgt_mask=None):
     enc, dec = {}, {}
     mem = mt.encode(out["X"], params, src_mask, saved=enc)
     out |= _layer_outputs("encoder", enc)
-    if params.encoder_norm_gamma is not None:
+    if params.encoder_norm is not None:
         out["encoder norm"] = mem
     out["mem"] = mem
     out["tgt ids"] = tgt
     out["Y"] = mt.embed(tgt, E)
     h = mt.decode(out["Y"], mem, params, self_mask, src_mask, saved=dec)
     out |= _layer_outputs("decoder", dec)
-    if params.decoder_norm_gamma is not None:
+    if params.decoder_norm is not None:
         out["decoder norm"] = h
     out["H"] = h
     out["logits"] = h @ E.T

@@ -52,7 +52,7 @@ from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
-                     MultiHeadParams, TransformerParams)
+                     LayerNormParams, MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
 from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
@@ -68,6 +68,7 @@ __all__ = [
     "EncoderLayerParams",
     "FeedForwardParams",
     "KVCache",
+    "LayerNormParams",
     "MultiHeadParams",
     "TransformerParams",
     "apply_mask",

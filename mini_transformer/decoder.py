@@ -12,6 +12,7 @@ from .dropout import dropout
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
+from .params import LayerNormParams
 
 
 @dataclass
@@ -90,8 +91,10 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     s = {} if saved is None else saved
     s["self"], s["cross"], s["ffn"] = {}, {}, {}
 
+    norms = (p.norm1, p.norm2, p.norm3)
+
     def norm(i, h):
-        return layer_norm(h, *_gamma_beta(p, i), p.eps)
+        return layer_norm(h, norms[i - 1].gamma, norms[i - 1].beta, p.eps)
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
@@ -207,7 +210,7 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
     names = ["self", "ffn"] if memory is None else ["self", "cross", "ffn"]
     grads, g_memory, g = {}, None, grad_output
     for i in reversed(range(1, len(names) + 1)):
-        name, gamma = names[i - 1], _gamma_beta(p, i)[0]
+        name, gamma = names[i - 1], (p.norm1, p.norm2, p.norm3)[i - 1].gamma
         h = y if i == 1 else s[f"y{i - 1}"]                 # the sub-layer's input
         if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
             g_n, g_m, grads[name] = _sub_backward(name, s[f"n{i}"], g, p, s, memory,
@@ -224,7 +227,7 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
     if "cross" in grads:
         fields["cross_attn"] = grads["cross"]
     for i in range(1, len(names) + 1):
-        fields |= _norm_fields(p, i, *grads[i])
+        fields[f"norm{i}"] = LayerNormParams(*grads[i])
     return g, g_memory, dataclasses.replace(p, **fields)
 
 
@@ -257,13 +260,3 @@ def decoder_backward(memory, layers, grad_output, self_mask=None, memory_mask=No
         if g_m is not None:
             g_memory = g_m if g_memory is None else g_memory + g_m
     return grad_output, g_memory, tuple(grads)
-
-
-def _gamma_beta(p, i):
-    """LayerNorm i's (γ, β) of a layer's params."""
-    return getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta")
-
-
-def _norm_fields(p, i, gamma, beta):
-    """The fields of LayerNorm i, for ``dataclasses.replace``."""
-    return {f"norm{i}_gamma": gamma, f"norm{i}_beta": beta}

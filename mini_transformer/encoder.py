@@ -8,6 +8,7 @@ from .dropout import dropout
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .multihead import multi_head_attention, multi_head_attention_backward
+from .params import LayerNormParams
 
 
 def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attention=None,
@@ -32,8 +33,8 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     s = {} if saved is None else saved
     s["attn"], s["ffn"] = {}, {}
 
-    def norm(i, h):
-        return layer_norm(h, *_gamma_beta(p, i), p.eps)
+    def norm(ln, h):
+        return layer_norm(h, ln.gamma, ln.beta, p.eps)
 
     def attend(h):
         return dropout(multi_head_attention(h, p.attn, mask, attention=attention,
@@ -43,14 +44,14 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
         return dropout(feed_forward(h, p.ffn, s["ffn"]), m_ffn)
 
     if norm_first:
-        s["n1"] = norm(1, x)
+        s["n1"] = norm(p.norm1, x)
         s["x1"] = x + attend(s["n1"])
-        s["n2"] = norm(2, s["x1"])
+        s["n2"] = norm(p.norm2, s["x1"])
         return s["x1"] + ffn(s["n2"])
     s["a"] = x + attend(x)
-    s["x1"] = norm(1, s["a"])
+    s["x1"] = norm(p.norm1, s["a"])
     s["b"] = s["x1"] + ffn(s["x1"])
-    return norm(2, s["b"])
+    return norm(p.norm2, s["b"])
 
 
 def encoder(x, layers, mask=None, masks=None, *, norm_first=False, attention=None,
@@ -100,29 +101,29 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
         encoder_layer(x, p, mask, masks, norm_first=norm_first, saved=saved)
     s = saved
 
-    def norm_backward(i, h, g):
-        return layer_norm_backward(h, _gamma_beta(p, i)[0], g, p.eps)
+    def norm_backward(ln, h, g):
+        return layer_norm_backward(h, ln.gamma, g, p.eps)
 
     if norm_first:  # X' = X + MultiHead(LN₁(X)),  X'' = X' + FFN(LN₂(X'))
         g_n2, g_ffn = feed_forward_backward(s["n2"], p.ffn,
                                             dropout(grad_output, m_ffn), s["ffn"])
-        g_ln2, *g_norm2 = norm_backward(2, s["x1"], g_n2)
+        g_ln2, *g_norm2 = norm_backward(p.norm2, s["x1"], g_n2)
         g_x1 = grad_output + g_ln2
         g_n1, _, g_attn = multi_head_attention_backward(
             s["n1"], p.attn, dropout(g_x1, m_attn), mask, saved=s["attn"])
-        g_ln1, *g_norm1 = norm_backward(1, x, g_n1)
+        g_ln1, *g_norm1 = norm_backward(p.norm1, x, g_n1)
         g_x = g_x1 + g_ln1
     else:
-        g_b, *g_norm2 = norm_backward(2, s["b"], grad_output)
+        g_b, *g_norm2 = norm_backward(p.norm2, s["b"], grad_output)
         g_ffn_x1, g_ffn = feed_forward_backward(s["x1"], p.ffn, dropout(g_b, m_ffn),
                                                 s["ffn"])
-        g_a, *g_norm1 = norm_backward(1, s["a"], g_b + g_ffn_x1)
+        g_a, *g_norm1 = norm_backward(p.norm1, s["a"], g_b + g_ffn_x1)
         g_attn_x, _, g_attn = multi_head_attention_backward(
             x, p.attn, dropout(g_a, m_attn), mask, saved=s["attn"])
         g_x = g_a + g_attn_x
     grads = dataclasses.replace(p, attn=g_attn, ffn=g_ffn,
-                                **_norm_fields(p, 1, *g_norm1),
-                                **_norm_fields(p, 2, *g_norm2))
+                                norm1=LayerNormParams(*g_norm1),
+                                norm2=LayerNormParams(*g_norm2))
     return g_x, grads
 
 
@@ -138,13 +139,3 @@ def encoder_backward(layers, grad_output, mask=None, masks=None, *, norm_first=F
             None if masks is None else masks[i], norm_first=norm_first,
             saved=saved["layers"][i])
     return grad_output, tuple(grads)
-
-
-def _gamma_beta(p, i):
-    """LayerNorm i's (γ, β) of a layer's params."""
-    return getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta")
-
-
-def _norm_fields(p, i, gamma, beta):
-    """The fields of LayerNorm i, for ``dataclasses.replace``."""
-    return {f"norm{i}_gamma": gamma, f"norm{i}_beta": beta}

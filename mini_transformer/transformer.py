@@ -17,6 +17,7 @@ from .encoder import encoder, encoder_backward
 from .feedforward import _rows_matmul, _rows_outer
 from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
+from .params import LayerNormParams
 from .positional import positional_encoding
 
 
@@ -117,8 +118,7 @@ def encode(src, params, src_mask=None, masks=None, *, norm_first=None, attention
                   saved=saved)
     if saved is not None:
         saved["output"] = out
-    return _final_norm(out, params.encoder_norm_gamma, params.encoder_norm_beta,
-                       params.eps)
+    return _final_norm(out, params.encoder_norm, params.eps)
 
 
 def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, masks=None, *,
@@ -132,8 +132,7 @@ def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, masks=None, *,
                   caches=caches, saved=saved)
     if saved is not None:
         saved["output"] = out
-    return _final_norm(out, params.decoder_norm_gamma, params.decoder_norm_beta,
-                       params.eps)
+    return _final_norm(out, params.decoder_norm, params.eps)
 
 
 def _norm_first(params, norm_first):
@@ -141,8 +140,8 @@ def _norm_first(params, norm_first):
     return params.norm_first if norm_first is None else norm_first
 
 
-def _final_norm(x, gamma, beta, eps):
-    return x if gamma is None else layer_norm(x, gamma, beta, eps)
+def _final_norm(x, norm, eps):
+    return x if norm is None else layer_norm(x, norm.gamma, norm.beta, eps)
 
 
 def _and_causal(tgt_mask, y):
@@ -298,12 +297,12 @@ def loss_and_grads(
 
 def _final_norm_backward(x, params, stack, grad):
     """The gradient through a stack's final LayerNorm, if the params have one:
-    (grad_x, {"<stack>_norm_gamma": ..., "<stack>_norm_beta": ...} or {})."""
-    gamma = getattr(params, f"{stack}_norm_gamma")
-    if gamma is None:
+    (grad_x, {"<stack>_norm": LayerNormParams of its gradients} or {})."""
+    norm = getattr(params, f"{stack}_norm")
+    if norm is None:
         return grad, {}
-    grad_x, g_gamma, g_beta = layer_norm_backward(x, gamma, grad, params.eps)
-    return grad_x, {f"{stack}_norm_gamma": g_gamma, f"{stack}_norm_beta": g_beta}
+    grad_x, g_gamma, g_beta = layer_norm_backward(x, norm.gamma, grad, params.eps)
+    return grad_x, {f"{stack}_norm": LayerNormParams(g_gamma, g_beta)}
 
 
 def _embedding_backward(tokens, grad, embedding):

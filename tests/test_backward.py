@@ -296,9 +296,9 @@ def model_case(rng, final_norms):
     p = mt.TransformerParams.random(rng, vocab_size=11, d_model=8, n_heads=2, d_ff=16,
                                     n_layers=2)
     if final_norms:
-        p = dataclasses.replace(p, **{f"{s}_norm_{w}": (1.0 if w == "gamma" else 0.0)
-                                      + 0.1 * rng.normal(size=8)
-                                      for s in ("encoder", "decoder") for w in ("gamma", "beta")})
+        p = dataclasses.replace(p, **{f"{s}_norm": mt.LayerNormParams(
+            1.0 + 0.1 * rng.normal(size=8), 0.1 * rng.normal(size=8))
+            for s in ("encoder", "decoder")})
     src = rng.integers(2, 11, size=(3, 5))
     tgt_in = rng.integers(0, 11, size=(3, 4))
     tgt_out = rng.integers(0, 11, size=(3, 4))

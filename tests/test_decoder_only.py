@@ -3,8 +3,6 @@ masked self-attention and the feed-forward network, each with its LayerNorm. Its
 oracle is torch.nn.TransformerEncoderLayer under a causal mask, which computes the
 same two sub-layers; the backward against torch.autograd through that layer."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -17,11 +15,10 @@ from mini_transformer.decoder import decoder_backward
 def decoder_only_layer(rng):
     """A decoder layer with no cross-attention and no third LayerNorm, and the
     encoder layer holding the same weights (its oracle's weights)."""
-    p = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
-    p = dataclasses.replace(p, cross_attn=None, norm3_gamma=None, norm3_beta=None)
-    enc = mt.EncoderLayerParams(attn=p.self_attn, ffn=p.ffn,
-                                norm1_gamma=p.norm1_gamma, norm1_beta=p.norm1_beta,
-                                norm2_gamma=p.norm2_gamma, norm2_beta=p.norm2_beta)
+    p = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16,
+                                     cross_attention=False)
+    assert p.cross_attn is None and p.norm3 is None
+    enc = mt.EncoderLayerParams(attn=p.self_attn, ffn=p.ffn, norm1=p.norm1, norm2=p.norm2)
     return p, enc
 
 
@@ -58,12 +55,12 @@ def test_decoder_only_layer_against_torch_nn(rng, norm_first, with_dropout):
     grad_y, grad_m, grads = mt.decoder_layer_backward(
         y, None, p, g, mt.causal_mask(5), None, masks, norm_first=norm_first,
         saved=saved)
-    assert grad_m is None and grads.cross_attn is None and grads.norm3_gamma is None
+    assert grad_m is None and grads.cross_attn is None and grads.norm3 is None
     assert max_abs(grad_y, ty.grad) < TOL64
     assert max_abs(grads.self_attn.W_O, layer.self_attn.out_proj.weight.grad.T) < TOL64
     assert max_abs(grads.ffn.W_1, layer.linear1.weight.grad.T) < TOL64
-    assert max_abs(grads.norm1_gamma, layer.norm1.weight.grad) < TOL64
-    assert max_abs(grads.norm2_beta, layer.norm2.bias.grad) < TOL64
+    assert max_abs(grads.norm1.gamma, layer.norm1.weight.grad) < TOL64
+    assert max_abs(grads.norm2.beta, layer.norm2.bias.grad) < TOL64
     # the recomputing backward (no saved values) gives the same
     again = mt.decoder_layer_backward(y, None, p, g, mt.causal_mask(5), None, masks,
                                       norm_first=norm_first)

@@ -23,10 +23,10 @@ def test_trace_ends_with_the_models_softmax(rng, norm_first, final_norms):
     p = dataclasses.replace(p, norm_first=norm_first)
     if final_norms:
         p = dataclasses.replace(
-            p, encoder_norm_gamma=1 + rng.normal(0, 0.3, 8),
-            encoder_norm_beta=rng.normal(0, 0.3, 8),
-            decoder_norm_gamma=1 + rng.normal(0, 0.3, 8),
-            decoder_norm_beta=rng.normal(0, 0.3, 8))
+            p, encoder_norm=mt.LayerNormParams(1 + rng.normal(0, 0.3, 8),
+                                               rng.normal(0, 0.3, 8)),
+            decoder_norm=mt.LayerNormParams(1 + rng.normal(0, 0.3, 8),
+                                            rng.normal(0, 0.3, 8)))
     src, tgt = rng.integers(0, 11, (2, 5)), rng.integers(0, 11, (2, 4))
     src_mask = mt.padding_mask([5, 3], 5)              # (2, 1, 5): a key mask
     arrays = figures.trace(p, src, tgt, src_mask)
