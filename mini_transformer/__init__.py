@@ -112,7 +112,7 @@ __all__ = [
     "exact_match",
 ]
 
-# --- Chapter 19: what changed since 2017 (RMSNorm, RoPE, SwiGLU, grouped-query attention).
+# --- Chapter 19, what changed since 2017: RMSNorm, RoPE, SwiGLU, grouped queries.
 from .grouped_query import grouped_query_attention, grouped_query_attention_backward
 from .rmsnorm import rms_norm, rms_norm_backward
 from .rotary import rotary_angles, rotary_embedding, rotary_embedding_backward

@@ -1,4 +1,4 @@
-"""Grouped-query attention (chapter 19): several query heads share one key/value head."""
+"""Grouped-query attention (chapter 19): query heads share key/value heads."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def grouped_query_attention(q, k, v, mask=None):
     Returns (output (..., h, n_q, d_v), weights (..., h, n_q, n_k)).
     """
     qg, kg, vg, mg = _grouped(q, k, v, mask)
-    out, weights = scaled_dot_product_attention(qg, kg, vg, mg)  # (..., h_kv, r, n_q, ·)
+    out, weights = scaled_dot_product_attention(qg, kg, vg, mg)  # (…, h_kv, r, n_q, ·)
     return _heads(out, q.shape[-3]), _heads(weights, q.shape[-3])
 
 
@@ -44,7 +44,7 @@ def grouped_query_attention_backward(q, k, v, grad_output, mask=None):
 
 
 def _grouped(q, k, v, mask):
-    """q as (..., h_kv, r, n_q, d_k), k and v as (..., h_kv, 1, n_k, ·), and the mask."""
+    """q as (..., h_kv, r, n_q, d_k), k and v as (..., h_kv, 1, n_k, ·), the mask."""
     xp = _checks.namespace(q, k, v, names=("q", "k", "v"))
     for name, a in (("q", q), ("k", k), ("v", v)):
         _checks.rank_at_least(a, 3, name, "(..., heads, n, d)")
@@ -59,8 +59,8 @@ def _grouped(q, k, v, mask):
     _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
     h, h_kv = q.shape[-3], k.shape[-3]
     _checks.same(v.shape[-3], h_kv,
-                 f"k and v must have the same number of heads h_kv: k {tuple(k.shape)}, "
-                 f"v {tuple(v.shape)}")
+                 f"k and v must have the same number of heads h_kv: "
+                 f"k {tuple(k.shape)}, v {tuple(v.shape)}")
     if h_kv == 0 or h % h_kv:
         raise ValueError(
             f"the number of query heads h = {h} must be a multiple of the number of "
@@ -73,7 +73,7 @@ def _grouped(q, k, v, mask):
     batch = _checks.broadcast_shape(batch, tuple(v.shape[:-3]))
     r = h // h_kv                                              # query heads per group
     qg = xp.reshape(q, (*q.shape[:-3], h_kv, r, *q.shape[-2:]))
-    kg = k[..., None, :, :]                                    # (..., h_kv, 1, n_k, d_k)
+    kg = k[..., None, :, :]                               # (..., h_kv, 1, n_k, d_k)
     vg = v[..., None, :, :]
     if mask is None:
         return qg, kg, vg, None

@@ -64,8 +64,8 @@ def _check(x, positions, base):
     d = x.shape[-1]
     if d == 0 or d % 2:
         raise ValueError(
-            f"rotary_embedding turns pairs of features: the last axis of x must have an "
-            f"even, non-zero length, got {d} (shape {tuple(x.shape)})")
+            f"rotary_embedding turns pairs of features: the last axis of x must "
+            f"have an even, non-zero length, got {d} (shape {tuple(x.shape)})")
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 0:
         raise ValueError(f"base must be a number > 0, got {base!r}")
     if is_torch_array(positions):
@@ -78,7 +78,8 @@ def _check(x, positions, base):
         import torch
 
         if positions.dtype == torch.bool or positions.is_complex():
-            raise ValueError(f"positions must be integer or real, got {positions.dtype}")
+            raise ValueError(
+                f"positions must be integer or real, got {positions.dtype}")
         pos = positions.to(torch.float64)
     else:
         if is_array_api_obj(positions) and not isinstance(positions, np.ndarray):
@@ -86,7 +87,8 @@ def _check(x, positions, base):
                              f"{type(positions).__name__}")
         arr = np.asarray(positions)
         if arr.dtype == bool or arr.dtype.kind not in "iuf":
-            raise ValueError(f"positions must be integer or real, got dtype {arr.dtype}")
+            raise ValueError(
+                f"positions must be integer or real, got dtype {arr.dtype}")
         arr = arr.astype(np.float64)
         if is_torch_array(x):
             import torch

@@ -62,7 +62,8 @@ def _sigmoid(a, xp):
 
 def _rows_matmul(a, W):
     xp = array_namespace(a)
-    return xp.reshape(xp.reshape(a, (-1, a.shape[-1])) @ W, (*a.shape[:-1], W.shape[-1]))
+    rows = xp.reshape(a, (-1, a.shape[-1])) @ W
+    return xp.reshape(rows, (*a.shape[:-1], W.shape[-1]))
 
 
 def _rows_outer(a, b):
