@@ -17,21 +17,21 @@ def rms_norm(x, gamma, eps: float = 1e-6):
 
 
 def rms_norm_backward(x, gamma, grad_output, eps: float = 1e-6):
-    """The gradients of RMSNorm(x) = γ x̂, x̂ = x / r, r = √(mean(x²) + ε), last axis.
+    """The gradients of RMSNorm(x) = γ x̂, x̂ = x / RMS, RMS = √(mean(x²) + ε), last axis.
 
     With g = ∂L/∂RMSNorm(x), d features, and ĝ = γ ∘ g (the gradient reaching x̂):
 
-        ∂L/∂x = (ĝ − x̂ ∘ mean(ĝ ∘ x̂)) / r
+        ∂L/∂x = (ĝ − x̂ ∘ mean(ĝ ∘ x̂)) / RMS
         ∂L/∂γ = Σ_rows g ∘ x̂
 
     LayerNorm's gradient without its mean(ĝ) term: no mean was subtracted.
     Returns (grad_x, grad_gamma).
     """
     xp = _check(x, gamma, eps, grad_output)
-    r = xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., 1)
-    x_hat = x / r                                              # (..., d)
+    rms = xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., 1)
+    x_hat = x / rms                                              # (..., d)
     g_hat = gamma * grad_output                                # ∂L/∂x̂
-    grad_x = (g_hat - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) / r
+    grad_x = (g_hat - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) / rms
     rows = tuple(range(x.ndim - 1))
     return grad_x, xp.sum(grad_output * x_hat, axis=rows)
 

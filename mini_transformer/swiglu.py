@@ -7,10 +7,10 @@ from array_api_compat import array_namespace
 from . import _checks
 
 
-def silu(a):
-    """SiLU(a) = a σ(a) = a / (1 + e^(−a)), entry by entry (Swish with β = 1)."""
-    xp = array_namespace(a)
-    return a * _sigmoid(a, xp)
+def silu(zeta):
+    """SiLU(ζ) = ζ σ(ζ) = ζ / (1 + e^(−ζ)), entry by entry (Swish with β = 1)."""
+    xp = array_namespace(zeta)
+    return zeta * _sigmoid(zeta, xp)
 
 
 def swiglu(x, w, v, w2, saved=None):
@@ -21,43 +21,43 @@ def swiglu(x, w, v, w2, saved=None):
     saved: a dict that keeps x W_1 and x W_3 for ``swiglu_backward``.
     """
     _check(x, w, v, w2)
-    a = _rows_matmul(x, w)                                   # (..., d_ff), x W_1
-    b = _rows_matmul(x, v)                                   # (..., d_ff), x W_3
+    zeta = _rows_matmul(x, w)                                # (..., d_ff), x W_1
+    psi = _rows_matmul(x, v)                                 # (..., d_ff), x W_3
     if saved is not None:
-        saved["a"], saved["b"] = a, b
-    return _rows_matmul(silu(a) * b, w2)                     # (..., d_model)
+        saved["zeta"], saved["psi"] = zeta, psi
+    return _rows_matmul(silu(zeta) * psi, w2)                # (..., d_model)
 
 
 def swiglu_backward(x, w, v, w2, grad_output, saved=None):
-    """The gradients of F = (SiLU(A) ∘ B) W_2, A = x W_1, B = x W_3, with g = ∂L/∂F:
+    """The gradients of F = (SiLU(ζ) ∘ ψ) W_2, ζ = x W_1, ψ = x W_3, with g = ∂L/∂F:
 
-        ∂L/∂W_2 = Uᵀ g,        U = SiLU(A) ∘ B
-        ∂L/∂B = (g W_2ᵀ) ∘ SiLU(A),   ∂L/∂A = (g W_2ᵀ) ∘ B ∘ SiLU′(A)
-        SiLU′(a) = σ(a) (1 + a (1 − σ(a)))
-        ∂L/∂W_1 = xᵀ ∂L/∂A,  ∂L/∂W_3 = xᵀ ∂L/∂B,  ∂L/∂x = ∂L/∂A W_1ᵀ + ∂L/∂B W_3ᵀ
+        ∂L/∂W_2 = Uᵀ g,   U = SiLU(ζ) ∘ ψ
+        ∂L/∂ψ = (g W_2ᵀ) ∘ SiLU(ζ),   ∂L/∂ζ = (g W_2ᵀ) ∘ ψ ∘ SiLU′(ζ)
+        SiLU′(ζ) = σ(ζ) (1 + ζ (1 − σ(ζ)))
+        ∂L/∂W_1 = xᵀ ∂L/∂ζ,  ∂L/∂W_3 = xᵀ ∂L/∂ψ,  ∂L/∂x = ∂L/∂ζ W_1ᵀ + ∂L/∂ψ W_3ᵀ
 
-    The weight gradients sum over every position. saved: the forward's A and B.
+    The weight gradients sum over every position. saved: the forward's ζ and ψ.
     Returns (grad_x, grad_w, grad_v, grad_w2).
     """
     xp = _check(x, w, v, w2, grad_output)
     if saved:
-        a, b = saved["a"], saved["b"]
+        zeta, psi = saved["zeta"], saved["psi"]
     else:
-        a, b = _rows_matmul(x, w), _rows_matmul(x, v)
-    sig = _sigmoid(a, xp)                                    # σ(A), (..., d_ff)
-    silu_a = a * sig
+        zeta, psi = _rows_matmul(x, w), _rows_matmul(x, v)
+    sig = _sigmoid(zeta, xp)                                 # σ(ζ), (..., d_ff)
+    gated = zeta * sig                                       # SiLU(ζ)
     grad_u = _rows_matmul(grad_output, w2.T)                 # ∂L/∂U, (..., d_ff)
-    grad_b = grad_u * silu_a
-    grad_a = grad_u * b * sig * (1 + a * (1 - sig))
-    grad_x = _rows_matmul(grad_a, w.T) + _rows_matmul(grad_b, v.T)
-    return (grad_x, _rows_outer(x, grad_a), _rows_outer(x, grad_b),
-            _rows_outer(silu_a * b, grad_output))
+    grad_psi = grad_u * gated
+    grad_zeta = grad_u * psi * sig * (1 + zeta * (1 - sig))
+    grad_x = _rows_matmul(grad_zeta, w.T) + _rows_matmul(grad_psi, v.T)
+    return (grad_x, _rows_outer(x, grad_zeta), _rows_outer(x, grad_psi),
+            _rows_outer(gated * psi, grad_output))
 
 
-def _sigmoid(a, xp):
-    """σ(a) = 1 / (1 + e^(−a)) without overflow: e^(−|a|) is at most 1."""
-    e = xp.exp(-xp.abs(a))
-    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+def _sigmoid(t, xp):
+    """σ(t) = 1 / (1 + e^(−t)) without overflow: e^(−|t|) is at most 1."""
+    e = xp.exp(-xp.abs(t))
+    return xp.where(t >= 0, 1 / (1 + e), e / (1 + e))
 
 
 def _rows_matmul(a, W):
