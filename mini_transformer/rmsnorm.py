@@ -17,7 +17,7 @@ def rms_norm(x, gamma, eps: float = 1e-6):
 
 
 def rms_norm_backward(x, gamma, grad_output, eps: float = 1e-6):
-    """The gradients of RMSNorm(x) = γ x̂, x̂ = x / RMS, RMS = √(mean(x²) + ε), last axis.
+    """The gradients of RMSNorm(x) = γ x̂, x̂ = x / RMS, RMS = √(mean(x²) + ε).
 
     With g = ∂L/∂RMSNorm(x), d features, and ĝ = γ ∘ g (the gradient reaching x̂):
 
