@@ -101,3 +101,17 @@ def test_backward_matches_autograd(h, h_kv, mask_kind, rng):
 def test_refused(call, match, rng):
     with pytest.raises(ValueError, match=match):
         call(*arrays(rng))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_equals_cpu(rng):
+    q, k, v = arrays(rng)
+    g = rng.normal(size=(2, 8, 5, 3))
+    mask = causal_mask(5, 7)           # a NumPy mask is welcome with CUDA tensors
+    cpu = [grouped_query_attention(q, k, v, mask)[0],
+           *grouped_query_attention_backward(q, k, v, g, mask)]
+    on = [t64(a, device="cuda") for a in (q, k, v, g)]
+    cuda = [grouped_query_attention(*on[:3], mask)[0],
+            *grouped_query_attention_backward(*on, mask)]
+    for a, b in zip(cpu, cuda):
+        assert b.device.type == "cuda" and max_abs(a, b) < TOL64

@@ -85,3 +85,14 @@ def test_backward_by_finite_differences(rng):
 def test_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_equals_cpu(rng):
+    x, g = rng.normal(size=(3, 8)), rng.normal(size=(3, 8))
+    gamma = 1 + rng.normal(size=8) * 0.3
+    cpu = [rms_norm(t64(x), t64(gamma)), *rms_norm_backward(t64(x), t64(gamma), t64(g))]
+    cuda = [rms_norm(t64(x, device="cuda"), t64(gamma, device="cuda")),
+            *rms_norm_backward(*(t64(a, device="cuda") for a in (x, gamma, g)))]
+    for a, b in zip(cpu, cuda):
+        assert b.device.type == "cuda" and max_abs(a, b) < TOL64

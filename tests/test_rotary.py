@@ -106,3 +106,14 @@ def test_backward_matches_autograd(shape, rng):
 def test_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_equals_cpu(rng):
+    x, positions = rng.normal(size=(2, 5, 8)), np.arange(5) * 11
+    for pos in (positions, torch.as_tensor(positions, device="cuda")):
+        out = rotary_embedding(t64(x, device="cuda"), pos)
+        back = rotary_embedding_backward(t64(x, device="cuda"), pos)
+        assert out.device.type == back.device.type == "cuda"
+        assert max_abs(out, by_complex_numbers(x, positions)) < TOL64
+        assert max_abs(back, rotary_embedding_backward(x, positions)) < TOL64

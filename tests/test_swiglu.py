@@ -86,3 +86,14 @@ def test_hidden_width_that_keeps_the_parameter_count():
 def test_refused(call, match, rng):
     with pytest.raises(ValueError, match=match):
         call(*weights(rng))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_equals_cpu(rng):
+    x, g = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 3, 6))
+    w, v, w2 = weights(rng)
+    cpu = [swiglu(x, w, v, w2), *swiglu_backward(x, w, v, w2, g)]
+    on = [t64(a, device="cuda") for a in (x, w, v, w2, g)]
+    cuda = [swiglu(*on[:4]), *swiglu_backward(*on)]
+    for a, b in zip(cpu, cuda):
+        assert b.device.type == "cuda" and max_abs(a, b) < TOL64
