@@ -114,3 +114,22 @@ __all__ = [
     "corpus_chrf",
     "exact_match",
 ]
+
+# --- Chapter 19, what changed since 2017: RMSNorm, RoPE, SwiGLU, grouped queries.
+from .grouped_query import grouped_query_attention, grouped_query_attention_backward
+from .rmsnorm import rms_norm, rms_norm_backward
+from .rotary import rotary_angles, rotary_embedding, rotary_embedding_backward
+from .swiglu import silu, swiglu, swiglu_backward
+
+__all__ += [
+    "grouped_query_attention",
+    "grouped_query_attention_backward",
+    "rms_norm",
+    "rms_norm_backward",
+    "rotary_angles",
+    "rotary_embedding",
+    "rotary_embedding_backward",
+    "silu",
+    "swiglu",
+    "swiglu_backward",
+]
