@@ -28,6 +28,9 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   ``KVCache``.
 - ``transformer``: the whole model (§3), and its loss and gradients.
 - ``decoding``: greedy search and beam search with the length penalty (§6.1).
+- ``rmsnorm``, ``rotary``, ``swiglu``, ``grouped_query``: chapter 19's changes since
+  2017 (RMSNorm, rotary position embedding, SwiGLU, grouped-query attention), forward
+  and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
 - ``number_words``: the chapter-15 experiment (data, training, command line),
   outside the equations; ``numbers`` is an old name for two of its functions.

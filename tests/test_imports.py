@@ -23,9 +23,10 @@ FLOORS = [
     # positions, tokens
     ["_checks", "_grad", "tree", "positional", "bpe", "batching", "tasks"],
     # one idea each, on arrays
-    ["softmax", "layernorm", "feedforward", "dropout", "checkpoint"],
+    ["softmax", "layernorm", "feedforward", "dropout", "checkpoint", "rmsnorm", "rotary",
+     "swiglu"],
     ["attention", "loss", "optim", "params"],
-    ["multihead", "tiled",
+    ["multihead", "tiled", "grouped_query",
      "torch.convert"],        # params to and from torch.nn (the containers, torch)
     ["encoder", "decoder"],
     ["transformer"],          # the whole model, its loss and gradients
