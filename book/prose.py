@@ -75,7 +75,7 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 def jupyterlab_form(nb: dict) -> list[str]:
     """Bring ``nb`` to the form JupyterLab saves (in place); returns what it changed."""
     changed = []
-    if nb["metadata"].get("kernelspec") != KERNELSPEC:
+    if "metadata" in nb and nb["metadata"].get("kernelspec") != KERNELSPEC:
         nb["metadata"]["kernelspec"] = dict(KERNELSPEC)
         changed.append("kernelspec")
     for i, cell in enumerate(nb["cells"]):
