@@ -179,13 +179,16 @@ def watching_torch():
             called.append(_name)
             return _original(*args, **kwargs)
 
-        saved.append((owner, name, original))
+        saved.append((owner, name, original, name in vars(owner)))
         setattr(owner, name, spy)
     try:
         yield called
     finally:
-        for owner, name, original in reversed(saved):
-            setattr(owner, name, original)
+        for owner, name, original, own in reversed(saved):
+            if own:
+                setattr(owner, name, original)
+            else:                     # inherited: remove the spy, inherit again
+                delattr(owner, name)
 
 
 def _refused(what: str, own_work: str, got, called) -> Verdict | None:
