@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from exercises import ch08  # noqa: E402
 
 import mini_transformer as mt  # noqa: E402
+from mini_transformer.torch.convert import encoder_layer_from_torch  # noqa: E402
 
 
 # --- exercise 1: the big model's encoder layer ----------------------------------------
@@ -75,10 +76,10 @@ def _params(torch_norm):
 def reference(x, stack):
     # pre-LN, one layer at a time: x + MultiHead(LN1(x)), then x + FFN(LN2(x))
     for layer in stack.layers:
-        p = mt.EncoderLayerParams.from_torch(layer)
-        h = _layer_norm(x, p.norm1_gamma, p.norm1_beta, p.eps)
+        p = encoder_layer_from_torch(layer)
+        h = _layer_norm(x, p.norm1.gamma, p.norm1.beta, p.eps)
         x = x + mt.multi_head_attention(h, p.attn)[0]
-        h = _layer_norm(x, p.norm2_gamma, p.norm2_beta, p.eps)
+        h = _layer_norm(x, p.norm2.gamma, p.norm2.beta, p.eps)
         x = x + mt.feed_forward(h, p.ffn)
     return _layer_norm(x, *_params(stack.norm), stack.norm.eps)
 
@@ -95,21 +96,21 @@ def test_4_accepts_torch_tensors():
 
 def test_4_names_the_mistakes():
     def no_final_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         return mt.encoder(x, layers, norm_first=True)
 
     def post_ln(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers)                     # norm_first left at False
         return mt.layer_norm(out, *_params(stack.norm), stack.norm.eps)
 
     def default_eps(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers, norm_first=True)
         return mt.layer_norm(out, *_params(stack.norm))
 
     def plain_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers, norm_first=True)
         d = out.shape[-1]
         return mt.layer_norm(out, np.ones(d), np.zeros(d), stack.norm.eps)
@@ -137,13 +138,13 @@ def test_4_refuses_torch_own_output():
             return stack.norm(h).numpy()
 
     def torch_final_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers, norm_first=True)
         with torch.no_grad():
             return stack.norm(torch.as_tensor(out)).numpy()
 
     def functional_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = torch.as_tensor(mt.encoder(x, layers, norm_first=True))
         w, b = stack.norm.weight.detach(), stack.norm.bias.detach()
         return torch.nn.functional.layer_norm(out, out.shape[-1:], w, b,

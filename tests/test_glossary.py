@@ -81,6 +81,9 @@ PENDING: dict[tuple[str, str], str] = {
     ("07_feed_forward", "Glorot-uniform initialisation"):
         "\"`random` draws Glorot-uniform weights\" -> \"`random` draws "
         "{term}`Glorot-uniform <Glorot-uniform initialisation>` weights\"",
+    ("09_decoder", "backward pass"):
+        "\"the dropout masks and the values the backward reads\" -> \"the dropout masks and "
+        "the values the {term}`backward <backward pass>` reads\"",
     ("10_whole_model", "label smoothing"):
         "\"Rows (D), dropout and label smoothing\" -> \"Rows (D), dropout and "
         "{term}`label smoothing`\"",

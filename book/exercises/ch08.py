@@ -123,7 +123,9 @@ def _cases():
 
 
 def _ours(x, stack, *, norm_first=True, final="full"):
-    layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+    from mini_transformer.torch.convert import encoder_layer_from_torch
+
+    layers = [encoder_layer_from_torch(l) for l in stack.layers]
     h = mt.encoder(x, layers, norm_first=norm_first)
     norm = stack.norm
     gamma, beta = norm.weight.detach().numpy(), norm.bias.detach().numpy()
