@@ -104,6 +104,9 @@ PENDING: dict[tuple[str, str], str] = {
     ("14_stability", "warm-up"):
         "done in the chapter 14 rewrite (warm-up defined where first used): remove this "
         "entry when that rewrite is merged",
+    ("06_positional", "rotary position embedding"):
+        "\"A later scheme, rotary position embedding\" -> \"A later scheme, {term}`rotary "
+        "position embedding`\"",
     ("12_cost_of_attention", "backward pass"):
         "\"the backward pass does not store $A$\" -> \"the {term}`backward pass` does not "
         "store $A$\"",
