@@ -43,28 +43,6 @@ CHAPTERS = [e.split("/")[-1] for e in toc_entries() if re.match(r"book/\d\d_", e
 # (chapter, term): the edit that makes the chapter follow the rule. Chapters of other
 # authors; each entry is removed once the edit is made (test_pending_entries_still_fail).
 PENDING: dict[tuple[str, str], str] = {
-    ("00_orientation", "Adam"):
-        "notation table: \"Adam's decay rates\" -> \"{term}`Adam`'s decay rates\"",
-    ("00_orientation", "batch"):
-        "map of the book: \"batches by length, dropout, beam search and the scores BLEU and "
-        "chrF\" -> \"{term}`batches <batch>` by length, {term}`dropout`, beam search and the "
-        "scores {term}`BLEU` and chrF\"",
-    ("00_orientation", "dropout"): "the same sentence as batch",
-    ("00_orientation", "BLEU"): "the same sentence as batch",
-    ("00_orientation", "cross-entropy"):
-        "notation table, perplexity: \"the mean cross-entropy per token\" -> \"the mean "
-        "{term}`cross-entropy` per token\"",
-    ("00_orientation", "gradient"):
-        "first paragraph: \"its gradients, its training\" -> \"its {term}`gradients "
-        "<gradient>`, its training\"",
-    ("00_orientation", "head"):
-        "\"$h$ the number of attention heads\" -> \"$h$ the number of {term}`attention "
-        "heads <head>`\"",
-    ("00_orientation", "label smoothing"):
-        "notation table: \"the label-smoothing rate\" -> \"the {term}`label-smoothing "
-        "<label smoothing>` rate\"",
-    ("00_orientation", "loss"):
-        "notation table, nat: \"and of the losses\" -> \"and of the {term}`losses <loss>`\"",
     ("02_scaling", "backward pass"):
         "\"on real backward passes\" -> \"on real {term}`backward passes <backward pass>`\"",
     ("02_scaling", "batch"):
