@@ -65,23 +65,12 @@ PENDING: dict[tuple[str, str], str] = {
     ("10_whole_model", "label smoothing"):
         "\"Rows (D), dropout and label smoothing\" -> \"Rows (D), dropout and "
         "{term}`label smoothing`\"",
-    ("11_why_self_attention", "autograd"):
-        "\"read off the autograd graph\" -> \"read off the {term}`autograd` graph\"",
-    ("11_why_self_attention", "backward pass"):
-        "\"a gradient (backward)\" -> \"a gradient ({term}`backward <backward pass>`)\"",
     ("03_softmax", "head"):
         "\"the raw dot products $q \\cdot k$ of a head with $d_k = 64$\" -> \"... of a "
         "{term}`head` with $d_k = 64$\"",
     ("05_multi_head", "dropout"):
         "\"(float64, `batch_first=True`, no dropout)\" -> \"(float64, `batch_first=True`, "
         "no {term}`dropout`)\"",
-    ("14_stability", "ablation"):
-        "done in the chapter 14 rewrite: remove this entry when that rewrite is merged",
-    ("14_stability", "Adam"):
-        "done in the chapter 14 rewrite: remove this entry when that rewrite is merged",
-    ("14_stability", "warm-up"):
-        "done in the chapter 14 rewrite (warm-up defined where first used): remove this "
-        "entry when that rewrite is merged",
     ("06_positional", "rotary position embedding"):
         "\"A later scheme, rotary position embedding\" -> \"A later scheme, {term}`rotary "
         "position embedding`\"",
