@@ -12,12 +12,15 @@ trained on or held out, and says how many of them are held out.
     python benchmarks/number_classes.py                   # the shape table
     python benchmarks/number_classes.py --dev MODEL ...   # development scores
     python benchmarks/number_classes.py --test            # the test set: once
+    python benchmarks/number_classes.py --draws           # each shape's draws
     python benchmarks/number_classes.py --quick           # a smoke test
 
 ``--dev`` decodes the development numbers with each model given (a .npz with its
 BPE beside it, or a folder) and writes their exact match, with the numbers each
 gets wrong, to ``results/dev_choices.json``: the choices are made there.
-``--test`` decodes the test numbers with the shipped model, greedy and beam 4,
+``--draws`` counts each shape's share of 1,000,000 training draws, drawn by
+length alone (the earlier recipe) and with a quarter of the draws uniform over the
+shapes (the shipped recipe), into ``results/shape_draws.json``. ``--test`` decodes the test numbers with the shipped model, greedy and beam 4,
 into ``results/test_score.json``: it is run once, for the model shipped.
 """
 
@@ -126,6 +129,12 @@ def main(argv=None):
                     help="score these models on the development set")
     ap.add_argument("--test", action="store_true",
                     help="score the shipped model on the test set (once)")
+    ap.add_argument("--out", default=None,
+                    help="the results file's name in results/ (default: per mode)")
+    ap.add_argument("--greedy-only", action="store_true",
+                    help="with --dev: greedy decoding alone")
+    ap.add_argument("--draws", action="store_true",
+                    help="each shape's share of the training draws, both recipes")
     ap.add_argument("--quick", action="store_true", help="20 per shape, no file")
     args = ap.parse_args(argv)
 
@@ -140,21 +149,38 @@ def main(argv=None):
             log(f"wrote {path}")
 
     dev, test = dev_test_numbers()
+    if args.draws:
+        from mini_transformer.number_words.data import shape_index, training_numbers
+
+        n = 20_000 if args.quick else 1_000_000
+        result = dict(what=f"each shape's draws among {n:,} training numbers (seed "
+                           f"0): by length alone with 5% of the long ones rounded to "
+                           f"thousands (earlier), and with a quarter of the draws "
+                           f"uniform over the 64 shapes (shipped)")
+        for name, share in (("earlier", 0.0), ("shipped", 0.25)):
+            drawn = training_numbers(np.random.default_rng(0), n, 0.05, share)
+            counts = np.bincount(shape_index(drawn), minlength=len(SHAPES))
+            result[name] = dict(zip(SHAPES, (int(c) for c in counts)))
+        for shape in SHAPES:
+            log(f"{shape:>7} {result['earlier'][shape]:>8,} {result['shipped'][shape]:>8,}")
+        write(args.out or "shape_draws.json", result)
+        return result
     if args.dev:
         out = {}
-        path = RESULTS / "dev_choices.json"
-        if path.exists():
+        path = RESULTS / (args.out or "dev_choices.json")
+        if path.exists() and not args.quick:
             out = json.loads(path.read_text(encoding="utf-8"))
         numbers = dev[::50] if args.quick else dev
         for model in args.dev:
             params, bpe = load_model(model)
             row = {}
-            for name, beam in (("greedy", None), ("beam4", 4)):
+            for name, beam in (("greedy", None), ("beam4", 4))[
+                    :1 if args.greedy_only else 2]:
                 s = score(numbers, *decode(numbers, params, bpe, beam, log))
                 row[name] = s
                 log(f"{model} {name}: {s['correct']}/{s['n']} = {s['exact_match']:.4%}")
-            out[str(model)] = row
-        write("dev_choices.json", out)
+            out[str(model)] = out.get(str(model), {}) | row
+        write(path.name, out)
         return out
     params, bpe = load_model(args.model)
     if args.test:
@@ -165,7 +191,7 @@ def main(argv=None):
             result[name] = score(numbers, *decode(numbers, params, bpe, beam, log))
             log(f"test {name}: {result[name]['correct']}/{result[name]['n']} = "
                 f"{result[name]['exact_match']:.4%}")
-        write("test_score.json", result)
+        write(args.out or "test_score.json", result)
         return result
     result = shape_table(params, bpe, 20 if args.quick else args.per_shape, log)
     result["model"] = str(args.model or "shipped")
@@ -173,7 +199,7 @@ def main(argv=None):
         log(f"{shape:>7} {row['decoded']:>5} greedy {row['greedy']:>5} "
             f"beam4 {row['beam4']:>5} held out {row['held_out']}")
     log(f"minimum: {result['minimum']}")
-    write("number_classes.json", result)
+    write(args.out or "number_classes.json", result)
     return result
 
 

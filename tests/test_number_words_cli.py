@@ -36,7 +36,8 @@ from mini_transformer.number_words.train import Interrupted
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(eval_every=1, n_eval=4, n_chunk=300, max_tokens=400, d_model=16,
-             n_heads=2, n_layers=1, n_bpe=1000, vocab_size=200, average_every=1)
+             n_heads=2, n_layers=1, n_bpe=1000, vocab_size=200, average_every=1,
+             average_last=0)
 HANG = 600   # seconds: only a hung process waits this long, however slow the machine
 
 
@@ -312,9 +313,10 @@ def test_help_shows_every_default_and_version(capsys):
     status, out, _ = run(capsys, "train", "--help")
     text = " ".join(" ".join(out).split())
     assert status == 0
-    for shown in ("--steps STEPS training steps (default: 2000)",
+    for shown in ("--steps STEPS training steps (default: 2500)",
                   "(default: number_words_model, in the current folder)",
-                  "--p-drop P_DROP dropout rate (default: 0.1)"):
+                  "--p-drop P_DROP dropout rate (default: 0.1)",
+                  "(default: 5, or as many as --steps keeps)"):
         assert shown in text, shown
     status, out, _ = run(capsys, "translate", "--help")
     assert "(default: 4, the paper's)" in " ".join(" ".join(out).split())
@@ -337,7 +339,7 @@ def test_ctrl_c_during_the_steps_saves_the_weights(tmp_path):
               log=lambda s: None, progress=stop_at_2)
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [BPE_FILE, INTERRUPTED]
     saved, bpe = load_model(tmp_path / "a" / INTERRUPTED)
-    train(Settings(steps=2, n_final=0, average_last=0, **SMALL),
+    train(Settings(**SMALL | dict(steps=2, n_final=0, average_last=0)),
           out_dir=tmp_path / "b", log=lambda s: None)
     two = mt.TransformerParams.load(tmp_path / "b" / LAST)
     assert np.array_equal(saved.embedding, two.embedding)
@@ -504,3 +506,18 @@ def test_pip_install_then_translate_from_another_folder(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["forty two -> zweiundvierzig",
                                           "Seven Hundred and One -> siebenhunderteins"]
+
+
+def test_the_default_average_is_capped_by_the_steps(capsys, tmp_path, monkeypatch):
+    """Without --average-last, a short run averages the checkpoints it keeps (one
+    at step 2: the last weights); --average-last 5 with 2 steps is refused."""
+    got = []
+    monkeypatch.setattr(cli, "train", lambda s, **k: got.append(s))
+    status, _, _ = run(capsys, "train", "--steps", "2", "--out-dir", str(tmp_path / "a"))
+    assert status == 0 and got[0].average_last == 1
+    status, _, _ = run(capsys, "train", "--steps", "120", "--out-dir", str(tmp_path / "a"))
+    assert got[1].average_last == 3                    # steps 50, 100 and 120
+    status, _, err = run(capsys, "train", "--steps", "2", "--average-last", "5",
+                         "--out-dir", str(tmp_path / "a"))
+    assert status == 2
+    one_line_error(err, "--average-last", "at most 1: 2 steps keep 1 checkpoints")

@@ -136,10 +136,10 @@ def parser():
                     help="tokens per batch, each side (default: %(default)s)")
     tr.add_argument("--warmup", type=_int_at_least(1), default=s.warmup,
                     help="learning-rate warm-up steps (default: %(default)s)")
-    tr.add_argument("--average-last", type=_int_at_least(0), default=s.average_last,
+    tr.add_argument("--average-last", type=_int_at_least(0), default=None,
                     help="checkpoints averaged into the model, one every "
                          f"{s.average_every} steps; 0 or 1: the last weights "
-                         "(default: %(default)s)")
+                         f"(default: {s.average_last}, or as many as --steps keeps)")
     tr.add_argument("--n-bpe", type=_int_at_least(1), default=s.n_bpe,
                     help="training numbers the BPE is learned on "
                          "(default: %(default)s)")
@@ -173,7 +173,7 @@ def _train(args):
     settings = Settings(steps=args.steps, seed=args.seed, device=args.device,
                         dtype=args.dtype, p_drop=args.p_drop,
                         max_tokens=args.max_tokens, warmup=args.warmup,
-                        average_last=args.average_last, n_bpe=args.n_bpe,
+                        average_last=_average_last(args), n_bpe=args.n_bpe,
                         n_final=args.final)
     try:   # every check before the first step: a usage error loses no work
         check_settings(settings)
@@ -191,6 +191,15 @@ def _train(args):
     train(settings, out_dir=out_dir, log=lambda text: _print_line(text, sys.stdout),
           progress=_status if sys.stderr.isatty() else None, force=args.force)
     return 0
+
+
+def _average_last(args):
+    """--average-last as given (checked), or the default capped at the checkpoints
+    --steps keeps (one every average_every steps, and the last)."""
+    s = Settings()
+    if args.average_last is not None:
+        return args.average_last
+    return min(s.average_last, -(-args.steps // s.average_every))
 
 
 def _translate(args):
