@@ -28,6 +28,9 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   ``KVCache``.
 - ``transformer``: the whole model (§3), and its loss and gradients.
 - ``decoding``: greedy search and beam search with the length penalty (§6.1).
+- ``rmsnorm``, ``rotary``, ``swiglu``, ``grouped_query``: chapter 19's changes since
+  2017 (RMSNorm, rotary position embedding, SwiGLU, grouped-query attention), forward
+  and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
 - ``number_words``: the chapter-15 experiment (data, training, command line),
   outside the equations; ``numbers`` is an old name for two of its functions.
@@ -52,13 +55,13 @@ from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
-                     MultiHeadParams, TransformerParams)
+                     LayerNormParams, MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
 from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
 from .translation import corpus_bleu, corpus_chrf, exact_match, translate
-from .transformer import (count_parameters, embed, encoder_decoder, loss_and_grads,
-                          transformer)
+from .transformer import (count_parameters, decode, embed, encode, encoder_decoder,
+                          loss_and_grads, transformer)
 
 __version__ = "0.1.0"
 
@@ -68,6 +71,7 @@ __all__ = [
     "EncoderLayerParams",
     "FeedForwardParams",
     "KVCache",
+    "LayerNormParams",
     "MultiHeadParams",
     "TransformerParams",
     "apply_mask",
@@ -76,10 +80,12 @@ __all__ = [
     "count_parameters",
     "cross_entropy",
     "cross_entropy_backward",
+    "decode",
     "decoder",
     "decoder_layer",
     "decoder_layer_backward",
     "embed",
+    "encode",
     "encoder",
     "encoder_decoder",
     "encoder_layer",
@@ -110,4 +116,23 @@ __all__ = [
     "corpus_bleu",
     "corpus_chrf",
     "exact_match",
+]
+
+# --- Chapter 19, what changed since 2017: RMSNorm, RoPE, SwiGLU, grouped queries.
+from .grouped_query import grouped_query_attention, grouped_query_attention_backward
+from .rmsnorm import rms_norm, rms_norm_backward
+from .rotary import rotary_angles, rotary_embedding, rotary_embedding_backward
+from .swiglu import silu, swiglu, swiglu_backward
+
+__all__ += [
+    "grouped_query_attention",
+    "grouped_query_attention_backward",
+    "rms_norm",
+    "rms_norm_backward",
+    "rotary_angles",
+    "rotary_embedding",
+    "rotary_embedding_backward",
+    "silu",
+    "swiglu",
+    "swiglu_backward",
 ]

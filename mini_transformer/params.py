@@ -8,8 +8,8 @@ devices and dtypes::
 
 Each array has a name, its path (``"encoder_layers.0.attn.W_Q"``, ``tree.py``): the
 name it has in a checkpoint (``save`` / ``load``) and in a ``mini_transformer.torch``
-module's ``state_dict``. ``from_torch`` / ``to_torch`` move weights exactly to and
-from ``torch.nn`` through ``mini_transformer.torch.convert``, which only they import.
+module's ``state_dict``. ``mini_transformer.torch.convert`` (``from_torch``,
+``to_torch``) moves weights exactly to and from ``torch.nn``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .checkpoint import load_params, save_params
-from .tree import from_named, named_leaves, tree_map
+from .tree import named_leaves, tree_map
 
 
 class _Params:
@@ -101,20 +101,6 @@ class MultiHeadParams(_Params):
             b_Q=b(h, d_k), b_K=b(h, d_k), b_V=b(h, d_k), b_O=b(d_model),
         )
 
-    @classmethod
-    def from_torch(cls, mha) -> "MultiHeadParams":
-        """Weights of a ``torch.nn.MultiheadAttention`` as NumPy float64 arrays."""
-        from .torch import convert
-
-        return from_named(cls, convert.multi_head_from_torch(mha))
-
-    def to_torch(self, *, dtype=None, device=None):
-        """A torch.nn.MultiheadAttention (batch_first, no dropout) with these weights.
-        """
-        from .torch import convert
-
-        return convert.multi_head_to_torch(self, dtype=dtype, device=device)
-
 
 @dataclass(frozen=True)
 class FeedForwardParams(_Params):
@@ -150,15 +136,33 @@ class FeedForwardParams(_Params):
 
 
 @dataclass(frozen=True)
+class LayerNormParams(_Params):
+    """One LayerNorm's weights: gamma (γ, the scale) and beta (β, the shift),
+    (d_model,) each (``layer_norm``)."""
+
+    gamma: object
+    beta: object
+
+    @property
+    def d_model(self) -> int:
+        return self.gamma.shape[0]
+
+    @classmethod
+    def random(cls, rng, *, d_model: int):
+        """γ near 1 and β near 0 (float64 NumPy), so that a test sees them act."""
+        return cls(gamma=1 + rng.normal(0, 0.1, size=d_model),
+                   beta=rng.normal(0, 0.1, size=d_model))
+
+
+@dataclass(frozen=True)
 class EncoderLayerParams(_Params):
-    """One encoder layer: attention, feed-forward, and two LayerNorms (γ, β)."""
+    """One encoder layer: attention, feed-forward, and two LayerNorms; eps, the
+    LayerNorms' ε."""
 
     attn: MultiHeadParams
     ffn: FeedForwardParams
-    norm1_gamma: object
-    norm1_beta: object
-    norm2_gamma: object
-    norm2_beta: object
+    norm1: LayerNormParams
+    norm2: LayerNormParams
     eps: float = 1e-5
 
     @property
@@ -171,41 +175,26 @@ class EncoderLayerParams(_Params):
         return cls(
             attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
             ffn=FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff),
-            norm1_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm1_beta=rng.normal(0, 0.1, size=d_model),
-            norm2_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm2_beta=rng.normal(0, 0.1, size=d_model),
+            norm1=LayerNormParams.random(rng, d_model=d_model),
+            norm2=LayerNormParams.random(rng, d_model=d_model),
         )
-
-    @classmethod
-    def from_torch(cls, layer) -> "EncoderLayerParams":
-        """Weights of a ``torch.nn.TransformerEncoderLayer`` (ReLU) as NumPy float64."""
-        from .torch import convert
-
-        return from_named(cls, convert.encoder_layer_from_torch(layer))
-
-    def to_torch(self, *, norm_first: bool = False, dtype=None, device=None):
-        """A ``torch.nn.TransformerEncoderLayer`` (batch_first, ReLU, no dropout)."""
-        from .torch import convert
-
-        return convert.encoder_layer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                              device=device)
 
 
 @dataclass(frozen=True)
 class DecoderLayerParams(_Params):
     """One decoder layer: self-attention, cross-attention over the encoder's
-    output, feed-forward, and three LayerNorms (γ, β)."""
+    output, feed-forward, and three LayerNorms; eps, the LayerNorms' ε.
+
+    A decoder-only layer (a language model's block, ``decoder_layer`` without
+    memory) has no cross-attention and two LayerNorms: cross_attn and norm3 None.
+    """
 
     self_attn: MultiHeadParams
-    cross_attn: MultiHeadParams
+    cross_attn: MultiHeadParams | None
     ffn: FeedForwardParams
-    norm1_gamma: object
-    norm1_beta: object
-    norm2_gamma: object
-    norm2_beta: object
-    norm3_gamma: object
-    norm3_beta: object
+    norm1: LayerNormParams
+    norm2: LayerNormParams
+    norm3: LayerNormParams | None = None
     eps: float = 1e-5
 
     @property
@@ -213,33 +202,18 @@ class DecoderLayerParams(_Params):
         return self.self_attn.d_model
 
     @classmethod
-    def random(cls, rng, *, d_model: int, n_heads: int, d_ff: int | None = None):
-        """Random weights (float64 NumPy); LayerNorm γ near 1 and β near 0."""
-        return cls(
-            self_attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
-            cross_attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
-            ffn=FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff),
-            norm1_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm1_beta=rng.normal(0, 0.1, size=d_model),
-            norm2_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm2_beta=rng.normal(0, 0.1, size=d_model),
-            norm3_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm3_beta=rng.normal(0, 0.1, size=d_model),
-        )
-
-    @classmethod
-    def from_torch(cls, layer) -> "DecoderLayerParams":
-        """Weights of a ``torch.nn.TransformerDecoderLayer`` (ReLU) as NumPy float64."""
-        from .torch import convert
-
-        return from_named(cls, convert.decoder_layer_from_torch(layer))
-
-    def to_torch(self, *, norm_first: bool = False, dtype=None, device=None):
-        """A ``torch.nn.TransformerDecoderLayer`` (batch_first, ReLU, no dropout)."""
-        from .torch import convert
-
-        return convert.decoder_layer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                              device=device)
+    def random(cls, rng, *, d_model: int, n_heads: int, d_ff: int | None = None,
+               cross_attention: bool = True):
+        """Random weights (float64 NumPy); LayerNorm γ near 1 and β near 0.
+        cross_attention=False: a decoder-only layer (cross_attn and norm3 None)."""
+        sizes = dict(d_model=d_model, n_heads=n_heads)
+        self_attn = MultiHeadParams.random(rng, **sizes)
+        cross_attn = MultiHeadParams.random(rng, **sizes) if cross_attention else None
+        ffn = FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff)
+        norms = [LayerNormParams.random(rng, d_model=d_model)
+                 for _ in range(3 if cross_attention else 2)]
+        return cls(self_attn=self_attn, cross_attn=cross_attn, ffn=ffn, norm1=norms[0],
+                   norm2=norms[1], norm3=norms[2] if cross_attention else None)
 
 
 @dataclass(frozen=True)
@@ -250,7 +224,7 @@ class TransformerParams(_Params):
     and the pre-softmax projection (the paper's §3.4); None when absent (a
     ``torch.nn.Transformer`` has none).
     encoder_layers, decoder_layers: tuples of EncoderLayerParams / DecoderLayerParams.
-    encoder_norm_gamma, ... : the LayerNorms after each stack, (d_model,); the
+    encoder_norm, decoder_norm: the ``LayerNormParams`` after each stack; the
     paper's post-LN model has none (None), ``torch.nn.Transformer`` has both.
     norm_first: False for the paper's post-LN layers, True for pre-LN; the model
     functions (``transformer``, ``greedy_decode``, ...) run the layers this way
@@ -260,10 +234,8 @@ class TransformerParams(_Params):
     embedding: object
     encoder_layers: tuple[EncoderLayerParams, ...]
     decoder_layers: tuple[DecoderLayerParams, ...]
-    encoder_norm_gamma: object = None
-    encoder_norm_beta: object = None
-    decoder_norm_gamma: object = None
-    decoder_norm_beta: object = None
+    encoder_norm: LayerNormParams | None = None
+    decoder_norm: LayerNormParams | None = None
     eps: float = 1e-5
     norm_first: bool = False
 
@@ -312,34 +284,6 @@ class TransformerParams(_Params):
                                  for _ in range(n_layers)),
         )
 
-    @classmethod
-    def from_torch(cls, model, embedding=None) -> "TransformerParams":
-        """Weights of a ``torch.nn.Transformer`` (its final norms and norm_first too) as
-        NumPy float64.
-
-        ``torch.nn.Transformer`` has no embedding: pass one as ``embedding`` (a
-        ``torch.nn.Embedding``, its weight, or an array (vocab_size, d_model)).
-        """
-        from .torch import convert
-
-        named = convert.transformer_from_torch(model, embedding)
-        return from_named(cls, {"embedding": None} | named)
-
-    def to_torch(self, *, norm_first: bool | None = None, dtype=None, device=None):
-        """A ``torch.nn.Transformer`` (batch_first, ReLU, no dropout) with these
-        weights, and final norms only where these params have them; pre-LN where
-        these params are (``norm_first`` None), or as ``norm_first`` says.
-
-        The embedding is not part of a ``torch.nn.Transformer``:
-        ``torch.nn.Embedding.from_pretrained(torch.as_tensor(params.embedding))``
-        makes one.
-        """
-        from .torch import convert
-
-        norm_first = self.norm_first if norm_first is None else norm_first
-        return convert.transformer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                            device=device)
-
 
 def _expected_shapes(p, d_model) -> dict:
     """{name: shape} of the arrays of the container p at this d_model, the heads,
@@ -352,9 +296,9 @@ def _expected_shapes(p, d_model) -> dict:
     if isinstance(p, FeedForwardParams):
         return dict(W_1=(d_model, p.d_ff), b_1=(p.d_ff,), W_2=(p.d_ff, d_model),
                     b_2=(d_model,))
-    shapes = {f"norm{i}_{w}": (d_model,) for i in (1, 2, 3) for w in ("gamma", "beta")}
-    shapes |= {f"{s}_norm_{w}": (d_model,) for s in ("encoder", "decoder")
-               for w in ("gamma", "beta")}
+    if isinstance(p, LayerNormParams):
+        return dict(gamma=(d_model,), beta=(d_model,))
+    shapes = {}
     if getattr(p, "embedding", None) is not None:
         shapes["embedding"] = (p.embedding.shape[0], d_model)
     for name, value in vars(p).items():

@@ -13,6 +13,7 @@ from helpers import max_abs, t64
 import mini_transformer as mt
 from mini_transformer.dropout import DropoutMasks, dropout_mask
 from mini_transformer.optim import tree_leaves
+from mini_transformer.torch.convert import to_torch
 
 TOL = 1e-10
 
@@ -54,17 +55,17 @@ def test_encoder_layer_dropout_equals_torch_nn(rng, norm_first):
     p = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
     x, g = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     m = masks(rng, 2, x.shape)
-    layer = p.to_torch(norm_first=norm_first).train()
+    layer = to_torch(p, norm_first=norm_first).train()
     layer.dropout1, layer.dropout2 = FixedMask(t64(m[0])), FixedMask(t64(m[1]))
     tx = t64(x, requires_grad=True)
     out = layer(tx)
     out.backward(t64(g))
-    assert max_abs(mt.encoder_layer(x, p, norm_first=norm_first, dropout=m), out) < TOL
-    grad_x, grads = mt.encoder_layer_backward(x, p, g, norm_first=norm_first, dropout=m)
+    assert max_abs(mt.encoder_layer(x, p, None, m, norm_first=norm_first), out) < TOL
+    grad_x, grads = mt.encoder_layer_backward(x, p, g, None, m, norm_first=norm_first)
     assert max_abs(grad_x, tx.grad) < TOL
     assert max_abs(grads.ffn.W_1, layer.linear1.weight.grad.T) < TOL
     assert max_abs(grads.attn.W_O, layer.self_attn.out_proj.weight.grad.T) < TOL
-    assert max_abs(grads.norm1_gamma, layer.norm1.weight.grad) < TOL
+    assert max_abs(grads.norm1.gamma, layer.norm1.weight.grad) < TOL
     # the masks matter: without them the output differs
     assert max_abs(mt.encoder_layer(x, p, norm_first=norm_first), out) > 0.1
 
@@ -75,22 +76,22 @@ def test_decoder_layer_dropout_equals_torch_nn(rng, norm_first):
     y, memory = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8))
     g = rng.normal(size=(2, 4, 8))
     m = masks(rng, 3, y.shape)
-    layer = p.to_torch(norm_first=norm_first).train()
+    layer = to_torch(p, norm_first=norm_first).train()
     layer.dropout1, layer.dropout2, layer.dropout3 = (FixedMask(t64(a)) for a in m)
     ty, tm = t64(y, requires_grad=True), t64(memory, requires_grad=True)
     causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)  # torch: True = blocked
     out = layer(ty, tm, tgt_mask=causal)
     out.backward(t64(g))
-    ours = mt.decoder_layer(y, memory, p, mt.causal_mask(4), norm_first=norm_first,
-                            dropout=m)
+    ours = mt.decoder_layer(y, memory, p, mt.causal_mask(4), None, m,
+                            norm_first=norm_first)
     assert max_abs(ours, out) < TOL
     grad_y, grad_m, grads = mt.decoder_layer_backward(
-        y, memory, p, g, mt.causal_mask(4), norm_first=norm_first, dropout=m)
+        y, memory, p, g, mt.causal_mask(4), None, m, norm_first=norm_first)
     assert max_abs(grad_y, ty.grad) < TOL and max_abs(grad_m, tm.grad) < TOL
     assert max_abs(grads.ffn.W_2, layer.linear2.weight.grad.T) < TOL
     cross_W_O = layer.multihead_attn.out_proj.weight.grad.T
     assert max_abs(grads.cross_attn.W_O, cross_W_O) < TOL
-    assert max_abs(grads.norm3_beta, layer.norm3.bias.grad) < TOL
+    assert max_abs(grads.norm3.beta, layer.norm3.bias.grad) < TOL
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

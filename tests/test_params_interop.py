@@ -9,6 +9,8 @@ import torch.nn.functional as F
 
 from helpers import t64, to_numpy
 from mini_transformer import EncoderLayerParams, FeedForwardParams, MultiHeadParams
+from mini_transformer.torch.convert import (encoder_layer_from_torch, multi_head_from_torch,
+                                            to_torch)
 
 
 def test_random_shapes(rng):
@@ -19,7 +21,7 @@ def test_random_shapes(rng):
     assert p.b_Q.shape == p.b_K.shape == p.b_V.shape == (3, 4) and p.b_O.shape == (12,)
     lp = EncoderLayerParams.random(rng, d_model=12, n_heads=3, d_ff=20)
     assert lp.d_model == 12 and lp.ffn.d_ff == 20 and lp.eps == 1e-5
-    for a in (lp.norm1_gamma, lp.norm1_beta, lp.norm2_gamma, lp.norm2_beta):
+    for a in (lp.norm1.gamma, lp.norm1.beta, lp.norm2.gamma, lp.norm2.beta):
         assert a.shape == (12,) and a.dtype == np.float64
 
 
@@ -37,7 +39,7 @@ def test_map_copies_every_array_nested(rng):
     moved = lp.map(lambda a: seen.append(a.shape) or torch.as_tensor(a, dtype=torch.float32))
     assert len(seen) == 8 + 4 + 4  # attention, feed-forward, the two LayerNorms
     assert moved.attn.W_Q.dtype == torch.float32 and moved.ffn.b_2.dtype == torch.float32
-    assert moved.norm2_beta.dtype == torch.float32 and moved.eps == lp.eps
+    assert moved.norm2.beta.dtype == torch.float32 and moved.eps == lp.eps
     assert isinstance(lp.attn.W_Q, np.ndarray)  # the original is unchanged
     with pytest.raises(dataclasses.FrozenInstanceError):
         lp.eps = 0.1
@@ -50,7 +52,7 @@ def test_per_head_layout_matches_torch_in_proj(rng):
     mha = torch.nn.MultiheadAttention(6, 3, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         mha.in_proj_bias.normal_()
-    p = MultiHeadParams.from_torch(mha)
+    p = multi_head_from_torch(mha)
     x = rng.normal(size=(4, 6))
     E, d_k = 6, 2
     for j, (W, b) in enumerate(((p.W_Q, p.b_Q), (p.W_K, p.b_K), (p.W_V, p.b_V))):
@@ -65,7 +67,7 @@ def test_per_head_layout_matches_torch_in_proj(rng):
 
 def test_multihead_round_trip_is_exact(rng):
     p = MultiHeadParams.random(rng, d_model=8, n_heads=4)
-    back = MultiHeadParams.from_torch(p.to_torch())
+    back = multi_head_from_torch(to_torch(p))
     for f in dataclasses.fields(p):
         np.testing.assert_array_equal(getattr(back, f.name), getattr(p, f.name))
         assert getattr(back, f.name).dtype == np.float64
@@ -74,16 +76,18 @@ def test_multihead_round_trip_is_exact(rng):
 def test_encoder_layer_round_trip_is_exact(rng):
     p = dataclasses.replace(EncoderLayerParams.random(rng, d_model=6, n_heads=2, d_ff=10),
                             eps=1e-7)
-    layer = p.to_torch(norm_first=True)
+    layer = to_torch(p, norm_first=True)
     assert layer.norm_first and not layer.training
     assert layer.linear1.out_features == 10 and layer.norm1.eps == 1e-7
-    back = EncoderLayerParams.from_torch(layer)
+    back = encoder_layer_from_torch(layer)
     flat = [p.attn, p.ffn]
     for a, b in zip(flat, [back.attn, back.ffn]):
         for f in dataclasses.fields(a):
             np.testing.assert_array_equal(getattr(b, f.name), getattr(a, f.name))
-    for name in ("norm1_gamma", "norm1_beta", "norm2_gamma", "norm2_beta"):
-        np.testing.assert_array_equal(getattr(back, name), getattr(p, name))
+    for name in ("norm1", "norm2"):
+        for w in ("gamma", "beta"):
+            np.testing.assert_array_equal(getattr(getattr(back, name), w),
+                                          getattr(getattr(p, name), w))
     assert back.eps == 1e-7
 
 
@@ -91,7 +95,7 @@ def test_torch_state_survives_from_torch_to_torch():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
                                              batch_first=True, dtype=torch.float64)
-    again = EncoderLayerParams.from_torch(layer).to_torch()
+    again = to_torch(encoder_layer_from_torch(layer))
     for (name, a), (_, b) in zip(layer.state_dict().items(), again.state_dict().items()):
         assert torch.equal(a, b), name
 
@@ -99,7 +103,7 @@ def test_torch_state_survives_from_torch_to_torch():
 def test_from_torch_reads_float32_as_float64_numpy():
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)  # float32
-    p = MultiHeadParams.from_torch(mha)
+    p = multi_head_from_torch(mha)
     assert isinstance(p.W_Q, np.ndarray) and p.W_Q.dtype == np.float64
     np.testing.assert_array_equal(p.W_O, mha.out_proj.weight.detach().numpy().T)
 
@@ -108,18 +112,18 @@ def test_from_torch_without_biases():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0,
                                              bias=False, batch_first=True)
-    p = EncoderLayerParams.from_torch(layer)
-    for b in (p.attn.b_Q, p.attn.b_O, p.ffn.b_1, p.ffn.b_2, p.norm1_beta, p.norm2_beta):
+    p = encoder_layer_from_torch(layer)
+    for b in (p.attn.b_Q, p.attn.b_O, p.ffn.b_1, p.ffn.b_2, p.norm1.beta, p.norm2.beta):
         np.testing.assert_array_equal(b, 0)
-    np.testing.assert_array_equal(p.norm1_gamma, layer.norm1.weight.detach().numpy())
+    np.testing.assert_array_equal(p.norm1.gamma, layer.norm1.weight.detach().numpy())
 
 
 def test_to_torch_dtype_and_device(rng):
     p = EncoderLayerParams.random(rng, d_model=4, n_heads=2)
-    layer = p.to_torch(dtype=torch.float32, device="meta")
+    layer = to_torch(p, dtype=torch.float32, device="meta")
     assert {q.dtype for q in layer.parameters()} == {torch.float32}
     assert {q.device.type for q in layer.parameters()} == {"meta"}
-    mha = p.attn.to_torch(dtype=torch.float16)
+    mha = to_torch(p.attn, dtype=torch.float16)
     assert mha.in_proj_weight.dtype == torch.float16
     assert mha.batch_first and mha.dropout == 0.0
     np.testing.assert_allclose(to_numpy(mha.out_proj.weight), p.attn.W_O.T,

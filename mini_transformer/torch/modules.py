@@ -27,8 +27,9 @@ from ..decoding import greedy_decode
 from ..encoder import encoder_layer
 from ..multihead import multi_head_attention
 from ..params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
-                      MultiHeadParams, TransformerParams)
+                      LayerNormParams, MultiHeadParams, TransformerParams)
 from ..transformer import encoder_decoder, transformer
+from .convert import from_torch
 
 
 def fused_attention(q, k, v, mask=None):
@@ -68,8 +69,14 @@ def _arrays(module, params, names, device, dtype):
             name, None if value is None else _parameter(value, device, dtype))
 
 
-_NORMS = ("norm1_gamma", "norm1_beta", "norm2_gamma", "norm2_beta",
-          "norm3_gamma", "norm3_beta")
+def _params(module):
+    """A module's params container, or None for no module."""
+    return None if module is None else module.params
+
+
+def _norm(params, device, dtype):
+    """A ``LayerNorm`` module holding ``params`` (a ``LayerNormParams``), or None."""
+    return None if params is None else LayerNorm(params, device=device, dtype=dtype)
 
 
 class MultiHeadAttention(nn.Module):
@@ -100,7 +107,7 @@ class MultiHeadAttention(nn.Module):
         """Copy the weights of a ``torch.nn.MultiheadAttention``."""
         kwargs.setdefault("dtype", mha.in_proj_weight.dtype)
         kwargs.setdefault("device", mha.in_proj_weight.device)
-        return cls(params=MultiHeadParams.from_torch(mha), **kwargs)
+        return cls(params=from_torch(mha), **kwargs)
 
     @property
     def params(self) -> MultiHeadParams:
@@ -126,14 +133,29 @@ class FeedForward(nn.Module):
         return FeedForwardParams(**{name: getattr(self, name) for name in self._names})
 
 
+class LayerNorm(nn.Module):
+    """One LayerNorm's γ and β (``LayerNormParams``: gamma, beta)."""
+
+    _names = ("gamma", "beta")
+
+    def __init__(self, params: LayerNormParams, *, device=None, dtype=None):
+        super().__init__()
+        _arrays(self, params, self._names, device, dtype or torch.get_default_dtype())
+
+    @property
+    def params(self) -> LayerNormParams:
+        return LayerNormParams(self.gamma, self.beta)
+
+
 class _Layer(nn.Module):
     """What the encoder and decoder layers share: the attentions and the
-    feed-forward as submodules, the LayerNorms' γ and β as parameters, all under
+    feed-forward and the LayerNorms as submodules, all under
     the params container's names; built from ``params``, or from random weights
     (``seed``) of the given sizes."""
 
     _Params: type                # EncoderLayerParams or DecoderLayerParams
     _attentions: tuple           # the names of its attentions
+    _norms: tuple                # the names of its LayerNorms
 
     def __init__(self, d_model: int | None = None, n_heads: int | None = None,
                  d_ff: int | None = None, *, params=None, norm_first: bool = False,
@@ -146,14 +168,14 @@ class _Layer(nn.Module):
         if eps is not None:
             params = dataclasses.replace(params, eps=eps)
         dtype = dtype or torch.get_default_dtype()
-        for name in self._attentions:
-            setattr(self, name, MultiHeadAttention(params=getattr(params, name),
-                                                   fused=fused, device=device,
-                                                   dtype=dtype))
+        for name in self._attentions:   # None: a decoder-only layer's cross_attn
+            p = getattr(params, name)
+            setattr(self, name, None if p is None else MultiHeadAttention(
+                params=p, fused=fused, device=device, dtype=dtype))
         self.ffn = FeedForward(params.ffn, device=device, dtype=dtype)
-        norms = [n for n in _NORMS if hasattr(params, n)]
-        _arrays(self, params, norms, device, dtype)
-        self._norms, self.norm_first, self.eps = norms, norm_first, params.eps
+        for name in self._norms:
+            setattr(self, name, _norm(getattr(params, name), device, dtype))
+        self.norm_first, self.eps = norm_first, params.eps
 
     @classmethod
     def from_params(cls, params, **kwargs):
@@ -166,14 +188,15 @@ class _Layer(nn.Module):
         (``DecoderLayer``)."""
         kwargs.setdefault("dtype", layer.linear1.weight.dtype)
         kwargs.setdefault("device", layer.linear1.weight.device)
-        return cls(params=cls._Params.from_torch(layer), norm_first=layer.norm_first,
+        return cls(params=from_torch(layer), norm_first=layer.norm_first,
                    fused=fused, **kwargs)
 
     @property
     def params(self):
         return self._Params(
-            **{name: getattr(self, name).params for name in self._attentions},
-            ffn=self.ffn.params, **{name: getattr(self, name) for name in self._norms},
+            **{name: _params(getattr(self, name)) for name in self._attentions},
+            ffn=self.ffn.params,
+            **{name: _params(getattr(self, name)) for name in self._norms},
             eps=self.eps)
 
     @property
@@ -184,7 +207,7 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """One encoder layer (post-LN by default, pre-LN with ``norm_first=True``)."""
 
-    _Params, _attentions = EncoderLayerParams, ("attn",)
+    _Params, _attentions, _norms = EncoderLayerParams, ("attn",), ("norm1", "norm2")
 
     def forward(self, x, mask=None):
         return encoder_layer(x, self.params, mask, norm_first=self.norm_first,
@@ -198,6 +221,7 @@ class DecoderLayer(_Layer):
     """
 
     _Params, _attentions = DecoderLayerParams, ("self_attn", "cross_attn")
+    _norms = ("norm1", "norm2", "norm3")
 
     def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None):
         return decoder_layer(y, memory, self.params, self_mask, memory_mask,
@@ -251,8 +275,6 @@ class Transformer(nn.Module):
     as the functions of the same names. norm_first None: as the params say.
     """
 
-    _norms = ("encoder_norm_gamma", "encoder_norm_beta",
-              "decoder_norm_gamma", "decoder_norm_beta")
 
     def __init__(self, vocab_size: int | None = None, d_model: int | None = None,
                  n_heads: int | None = None, d_ff: int | None = None,
@@ -272,7 +294,9 @@ class Transformer(nn.Module):
             EncoderLayer(params=p, **kw) for p in params.encoder_layers)
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(params=p, **kw) for p in params.decoder_layers)
-        _arrays(self, params, ("embedding", *self._norms), device, dtype)
+        _arrays(self, params, ("embedding",), device, dtype)
+        self.encoder_norm = _norm(params.encoder_norm, device, dtype)
+        self.decoder_norm = _norm(params.decoder_norm, device, dtype)
         self.norm_first, self.fused, self.eps = params.norm_first, fused, params.eps
 
     @classmethod
@@ -287,7 +311,7 @@ class Transformer(nn.Module):
         weight = model.encoder.layers[0].linear1.weight
         kwargs.setdefault("dtype", weight.dtype)
         kwargs.setdefault("device", weight.device)
-        return cls(params=TransformerParams.from_torch(model, embedding), fused=fused,
+        return cls(params=from_torch(model, embedding), fused=fused,
                    **kwargs)
 
     @property
@@ -296,7 +320,9 @@ class Transformer(nn.Module):
             embedding=self.embedding,
             encoder_layers=tuple(layer.params for layer in self.encoder_layers),
             decoder_layers=tuple(layer.params for layer in self.decoder_layers),
-            **{name: getattr(self, name) for name in self._norms}, eps=self.eps,
+            encoder_norm=_params(self.encoder_norm),
+            decoder_norm=_params(self.decoder_norm),
+            eps=self.eps,
             norm_first=self.norm_first,
         )
 
