@@ -76,8 +76,8 @@ window.mtTranslator = (function () {
   function norms(prefix, n) {
     var out = [];
     for (var i = 1; i <= n; i++)
-      out.push({g: get(prefix + ".norm" + i + "_gamma"),
-                b: get(prefix + ".norm" + i + "_beta")});
+      out.push({g: get(prefix + ".norm" + i + ".gamma"),
+                b: get(prefix + ".norm" + i + ".beta")});
     return out;
   }
 
@@ -92,10 +92,10 @@ window.mtTranslator = (function () {
     dec.push({self: mha(p + ".self_attn"), cross: mha(p + ".cross_attn"),
               ffn: ffn(p + ".ffn"), norm: norms(p, 3)});
   }
-  var finalNorm = W["decoder_norm_gamma"] ?
-    {g: get("decoder_norm_gamma"), b: get("decoder_norm_beta")} : null;
-  var encNorm = W["encoder_norm_gamma"] ?
-    {g: get("encoder_norm_gamma"), b: get("encoder_norm_beta")} : null;
+  var finalNorm = W["decoder_norm.gamma"] ?
+    {g: get("decoder_norm.gamma"), b: get("decoder_norm.beta")} : null;
+  var encNorm = W["encoder_norm.gamma"] ?
+    {g: get("encoder_norm.gamma"), b: get("encoder_norm.beta")} : null;
 
   // --- the equations ----------------------------------------------------------
 

@@ -72,7 +72,7 @@ def test_every_array_bit_for_bit(text):
     assert data["n_decoder_layers"] == len(params.decoder_layers)
     assert data["d_ff"] == params.encoder_layers[0].ffn.d_ff
     assert data["eps"] == params.eps
-    assert params.encoder_norm_gamma is None and data["norm_first"] is False
+    assert params.encoder_norm is None and data["norm_first"] is False
 
 
 def test_the_bpe(text):

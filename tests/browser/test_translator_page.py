@@ -336,7 +336,7 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         causal = mt.causal_mask(len(tokens) - 1)
         for layer, p in enumerate(params.decoder_layers):
             y1 = mt.layer_norm(y + mt.multi_head_attention(y, p.self_attn, causal)[0],
-                               p.norm1_gamma, p.norm1_beta, p.eps)
+                               p.norm1.gamma, p.norm1.beta, p.eps)
             weights = mt.multi_head_attention(y1, p.cross_attn, memory=memory)[1]
             for head in ("mean", "0", "3"):
                 root.get_by_test_id("layer").select_option(str(layer))
