@@ -133,7 +133,8 @@ def train(settings: Settings = Settings(), out_dir=None, log=print, progress=Non
         while step < s.steps:
             if not batches:  # a new chunk of the data stream
                 src, tgt = encode_pairs(number_words(
-                    training_numbers(rng, s.n_chunk, s.round_share, s.shape_share)), bpe)
+                    training_numbers(rng, s.n_chunk, s.round_share,
+                                     s.shape_share)), bpe)
                 batches = batch_by_length(src, tgt, s.max_tokens, bpe.pad_id, rng)
             src, tgt = batches.pop()
             lr = learning_rate(step + 1, s.d_model, s.warmup)
@@ -257,11 +258,13 @@ def check_settings(s: Settings) -> None:
               f"at most {max(snapshots, 1)}: {s.steps} steps keep "
               f"{snapshots} checkpoints, one every {s.average_every} steps"),
              ("shape_share", 0 <= s.shape_share <= 1, "in [0, 1]"),
-             ("round_share", 0 <= s.round_share <= 1, "in [0, 1]"), ("warmup", s.warmup >= 1, ">= 1"),
+             ("round_share", 0 <= s.round_share <= 1, "in [0, 1]"),
+             ("warmup", s.warmup >= 1, ">= 1"),
              ("max_tokens", s.max_tokens >= MIN_MAX_TOKENS,
               f">= {MIN_MAX_TOKENS} (a batch must hold the longest pair)"),
              ("n_bpe", s.n_bpe >= MIN_N_BPE,
-              f">= {MIN_N_BPE} (fewer numbers may miss a letter the BPE needs)"), ("n_chunk", s.n_chunk >= 1, ">= 1"),
+              f">= {MIN_N_BPE} (fewer numbers may miss a letter the BPE needs)"),
+             ("n_chunk", s.n_chunk >= 1, ">= 1"),
              ("eval_every", s.eval_every >= 1, ">= 1"),
              ("n_eval", s.n_eval >= 1, ">= 1"),
              ("average_every", s.average_every >= 1, ">= 1"),

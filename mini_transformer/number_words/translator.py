@@ -1,8 +1,9 @@
 """One call from Python: English number words as people type them, in German.
 
     >>> from mini_transformer.number_words import translate
-    >>> translate(["Forty Two", "a hundred and one", "forty apples"])
-    ['zweiundvierzig', 'einhunderteins', NotANumber('"apples" is not an English number word: ...')]
+    >>> german = translate(["Forty Two", "a hundred and one", "forty apples"])
+    >>> german[:2], german[2].kind
+    (['zweiundvierzig', 'einhunderteins'], 'word')
 
 Each text is read by ``normalize`` (any case, "forty two", "a hundred", ...),
 then translated by the model (loaded once, on the first call, and kept). A text
