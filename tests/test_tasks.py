@@ -156,3 +156,20 @@ def test_training_numbers_give_each_shape_its_share():
     assert not any(is_held_out(int(x)) for x in drawn)
     plain = training_numbers(np.random.default_rng(1), n)
     assert sum(_shape(int(x)) == "d0000d" for x in plain) < 20
+
+
+def test_num2words_is_a_dependency_and_its_absence_is_named(monkeypatch):
+    """``pip install .`` brings num2words (a dependency, so that ``number-words
+    train`` works); without it the number words fail with one line saying what to
+    install."""
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                           .read_text())["project"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "num2words"
+               for d in project["dependencies"])
+    monkeypatch.setitem(sys.modules, "num2words", None)     # import fails
+    with pytest.raises(ModuleNotFoundError, match="pip install num2words"):
+        number_words([7])
