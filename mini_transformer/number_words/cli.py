@@ -86,9 +86,11 @@ def parser():
     tl = sub.add_parser(
         "translate", help="translate English number words into German",
         description="Translate English number words (zero to 999,999) into German "
-        "with the trained model. Any case, extra spaces, \"forty two\" or "
-        "\"forty-two\", with or without \"and\" and commas; anything else gets a "
-        "message instead of a translation.")
+        "with the trained model (every shape of number right on its test set). Any "
+        "case, extra spaces, \"forty two\" or \"forty-two\" (or a Unicode dash), with "
+        "or without \"and\" and commas, \"a hundred\", \"nineteen hundred\", "
+        "punctuation at the end; anything else gets a message instead of a "
+        "translation.")
     tl.add_argument("texts", nargs="*", metavar="TEXT",
                     help="the numbers in words, one argument each (none, or -: read "
                          "standard input, one a line)")
