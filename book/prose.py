@@ -167,8 +167,12 @@ def _rewrite(text: str, values: dict[str, str], book_dir: Path, problems: list[s
             out.append(before + m[0])
         else:
             shown = format_value(values[key], fmt)
-            if not before.endswith(shown):
-                old = NUMBER.search(before)
+            old = NUMBER.search(before)
+            # a number must be the whole number before the marker: "21" never shows "1"
+            # (a written plus sign, "+3", may stand before a positive value)
+            whole = (old is None or not NUMBER.fullmatch(shown)
+                     or old[0].removeprefix("+") == shown.removeprefix("+"))
+            if not (before.endswith(shown) and whole):
                 got = before[-max(len(shown), 1) :] if old is None else old[0]
                 problems.append(f"{key}: the prose shows {got!r}, the value is {shown!r}")
                 if old is not None and old[0]:
