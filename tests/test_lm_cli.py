@@ -1,0 +1,95 @@
+"""The command line ``pydoc-lm`` (mini_transformer.pydoc_lm.cli) and its corpus, as
+a user meets them: usage errors found before any work (exit 2, naming the option),
+a missing model (exit 1), a tiny training run written to a folder and sampled
+from, the same seed giving the same text, no model overwritten without --force.
+Oracles: the files on disk, ``mt.generate`` on the loaded weights, the corpus's
+documented split rule re-applied to the shipped files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import mini_transformer as mt
+from mini_transformer.pydoc_lm import LOG, MODEL, cli, data, load_model
+
+TINY = ["--steps", "3", "--eval-every", "3", "--d-model", "8", "--n-heads", "2",
+        "--n-layers", "1", "--context", "8", "--batch", "2"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm")
+    assert cli.main(["train", "--out-dir", str(out), "--force", *TINY]) == 0
+    return out
+
+
+def test_training_writes_the_weights_and_the_log(tiny):
+    log = json.loads((tiny / LOG).read_text())
+    assert log["settings"]["d_model"] == 8 and log["steps"] == [3]
+    params = load_model(tiny)
+    assert params.d_model == 8 and len(params.decoder_layers) == 1
+
+
+def test_sample_prints_the_prompt_and_what_generate_draws(tiny, capsys):
+    assert cli.main(["sample", "The if", "--length", "12", "--seed", "3",
+                     "--temperature", "0.9", "--top-k", "20", "--model", str(tiny)]) == 0
+    out = capsys.readouterr().out
+    tokens, _ = mt.generate(load_model(tiny), data.encode("The if"), 12,
+                            temperature=0.9, top_k=20, rng=np.random.default_rng(3))
+    assert out == data.decode(tokens) + "\n"
+
+
+def test_training_refuses_to_overwrite_a_model(tiny, capsys):
+    assert cli.main(["train", "--out-dir", str(tiny), *TINY]) == 2
+    assert "--force" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["sample", "--temperature", "-1"], "--temperature"),
+    (["sample", "--top-p", "0"], "--top-p"),
+    (["sample", "--top-p", "1.5"], "--top-p"),
+    (["sample", "--top-k", "0"], "--top-k"),
+    (["sample", "--length", "x"], "--length"),
+    (["train", "--d-model", "10", "--n-heads", "4"], "--d-model"),
+    (["train", "--steps", "0"], "--steps"),
+    (["train", "--lr", "2"], "--lr"),
+    (["score", "--split", "validation"], "--split"),
+])
+def test_usage_errors_exit_2_naming_the_option(argv, words, capsys, tmp_path,
+                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        status = cli.main(argv)
+        raise SystemExit(status)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and words in err and len(err.splitlines()) == 1
+    assert not (tmp_path / cli.OUT_DIR).exists()        # no work was done
+
+
+def test_a_missing_model_exits_1(tmp_path, capsys):
+    assert cli.main(["sample", "--model", str(tmp_path / "none.npz")]) == 1
+    assert "no such model file" in capsys.readouterr().err
+
+
+def test_the_shipped_split_follows_its_rule():
+    from pydoc_data.topics import topics
+
+    info = json.loads((data.CORPUS_DIR / "split.json").read_text())
+    if set(topics) == {n for names in info["topics"].values() for n in names}:
+        assert data.split_topics(topics, info["seed"]) == info["topics"]
+    shipped = {s: data.load_text(s) for s in data.SPLITS}
+    assert all(t.startswith(data.SEPARATOR) for t in shipped.values())
+    names = [set(v) for v in info["topics"].values()]
+    assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2])
+    total = sum(len(t) for t in shipped.values())
+    assert len(shipped["test"]) >= 0.1 * total and len(shipped["dev"]) >= 0.1 * total
+    assert (data.CORPUS_DIR / "LICENSE.txt").read_text().count("PYTHON SOFTWARE "
+                                                                "FOUNDATION") >= 1
+
+
+def test_bytes_round_trip():
+    text = data.load_text("test")
+    assert data.decode(data.encode(text)) == text
