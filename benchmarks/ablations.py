@@ -111,10 +111,9 @@ def initial_params(seed, model, norm_first):
                                          **model)
     if norm_first:
         d = params.d_model
-        params = dataclasses.replace(params, encoder_norm_gamma=np.ones(d),
-                                     encoder_norm_beta=np.zeros(d),
-                                     decoder_norm_gamma=np.ones(d),
-                                     decoder_norm_beta=np.zeros(d))
+        params = dataclasses.replace(
+            params, encoder_norm=mt.LayerNormParams(np.ones(d), np.zeros(d)),
+            decoder_norm=mt.LayerNormParams(np.ones(d), np.zeros(d)))
     return params
 
 
@@ -138,7 +137,7 @@ def evaluate(params, test, attention, norm_first):
         nll = -log_p.gather(-1, tgt_out[..., None]).mean()
         x = mt.embed(src, params.embedding)
         layer = params.encoder_layers[0]
-        h = mt.layer_norm(x, layer.norm1_gamma, layer.norm1_beta, layer.eps) if norm_first else x
+        h = mt.layer_norm(x, layer.norm1.gamma, layer.norm1.beta, layer.eps) if norm_first else x
         _, weights = mt.multi_head_attention(h, layer.attn, attention=attention)
     return {
         "accuracy": tasks.sequence_accuracy(decoded.numpy(), test[2]),

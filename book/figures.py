@@ -39,9 +39,11 @@ ATTENTION = {"attn": ("self-attention", "attn"),
 def trace(params, src, tgt, src_mask=None, tgt_mask=None):
     """The arrays on Figure 1's arrows, in drawing order: {name: array}.
 
-    Runs the package's functions one box at a time: ``embed``, each ``encoder_layer``,
-    each ``decoder_layer`` (causal mask, combined with ``tgt_mask``), the final
-    LayerNorms where the params have them, the tied output projection and the softmax.
+    Runs the model once, ``mt.encode`` and ``mt.decode`` (causal mask, combined with
+    ``tgt_mask``; post-LN or pre-LN as the params were made), and reads every layer's
+    output from the values their forward keeps (``saved``): ``embed``, each encoder
+    layer, the final LayerNorms where the params have them, each decoder layer, the
+    tied output projection and the softmax.
     src: (..., n_src) and tgt: (..., n_tgt) token ids; src_mask: a key mask as for
     ``mt.transformer``. The last entry equals ``softmax(mt.transformer(...))``.
     """
@@ -51,25 +53,29 @@ def trace(params, src, tgt, src_mask=None, tgt_mask=None):
     if tgt_mask is not None:
         self_mask = self_mask & tgt_mask
     out = {"src ids": src, "X": mt.embed(src, E)}
-    h = out["X"]
-    for i, layer in enumerate(params.encoder_layers):
-        h = out[f"encoder layer {i + 1}"] = mt.encoder_layer(h, layer, src_mask)
-    if params.encoder_norm_gamma is not None:
-        h = out["encoder norm"] = mt.layer_norm(h, params.encoder_norm_gamma,
-                                                params.encoder_norm_beta, params.eps)
-    out["mem"] = mem = h
+    enc, dec = {}, {}
+    mem = mt.encode(out["X"], params, src_mask, saved=enc)
+    out |= _layer_outputs("encoder", enc)
+    if params.encoder_norm is not None:
+        out["encoder norm"] = mem
+    out["mem"] = mem
     out["tgt ids"] = tgt
-    g = out["Y"] = mt.embed(tgt, E)
-    for i, layer in enumerate(params.decoder_layers):
-        g = out[f"decoder layer {i + 1}"] = mt.decoder_layer(g, mem, layer, self_mask,
-                                                             src_mask)
-    if params.decoder_norm_gamma is not None:
-        g = out["decoder norm"] = mt.layer_norm(g, params.decoder_norm_gamma,
-                                                params.decoder_norm_beta, params.eps)
-    out["H"] = g
-    out["logits"] = g @ E.T
+    out["Y"] = mt.embed(tgt, E)
+    h = mt.decode(out["Y"], mem, params, self_mask, src_mask, saved=dec)
+    out |= _layer_outputs("decoder", dec)
+    if params.decoder_norm is not None:
+        out["decoder norm"] = h
+    out["H"] = h
+    out["logits"] = h @ E.T
     out["P"] = mt.softmax(out["logits"], axis=-1)
     return out
+
+
+def _layer_outputs(stack, saved):
+    """{"<stack> layer i": output of layer i}: each layer's output is the next
+    one's input, the last one's the stack's output."""
+    outputs = [*saved["inputs"][1:], saved["output"]][:len(saved["inputs"])]
+    return {f"{stack} layer {i + 1}": a for i, a in enumerate(outputs)}
 
 
 def sublayers(layer):

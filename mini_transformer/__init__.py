@@ -52,13 +52,13 @@ from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
-                     MultiHeadParams, TransformerParams)
+                     LayerNormParams, MultiHeadParams, TransformerParams)
 from .positional import positional_encoding
 from .softmax import log_softmax, log_sum_exp, softmax, softmax_backward
 from .tiled import tiled_attention, tiled_attention_backward
 from .translation import corpus_bleu, corpus_chrf, exact_match, translate
-from .transformer import (count_parameters, embed, encoder_decoder, loss_and_grads,
-                          transformer)
+from .transformer import (count_parameters, decode, embed, encode, encoder_decoder,
+                          loss_and_grads, transformer)
 
 __version__ = "0.1.0"
 
@@ -68,6 +68,7 @@ __all__ = [
     "EncoderLayerParams",
     "FeedForwardParams",
     "KVCache",
+    "LayerNormParams",
     "MultiHeadParams",
     "TransformerParams",
     "apply_mask",
@@ -76,10 +77,12 @@ __all__ = [
     "count_parameters",
     "cross_entropy",
     "cross_entropy_backward",
+    "decode",
     "decoder",
     "decoder_layer",
     "decoder_layer_backward",
     "embed",
+    "encode",
     "encoder",
     "encoder_decoder",
     "encoder_layer",

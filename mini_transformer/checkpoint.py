@@ -1,6 +1,25 @@
 """Checkpoints: params containers to and from ``.npz`` files, and §6.1's
 checkpoint averaging ("we used a single model obtained by averaging the last 5
-checkpoints, which were written at 10-minute intervals")."""
+checkpoints, which were written at 10-minute intervals").
+
+The format (version 3). A checkpoint is an ``.npz`` archive (``numpy.savez``, no
+pickled objects) holding:
+
+- one array per weight, named by its path in the ``TransformerParams`` tree
+  (``tree.named_leaves``): ``embedding``, ``encoder_layers.0.attn.W_Q``, ...,
+  ``encoder_layers.0.norm1.gamma``, ``decoder_layers.1.cross_attn.b_O``,
+  ``decoder_norm.beta``; an absent part (a final LayerNorm, a decoder-only
+  layer's cross-attention) has no arrays;
+- ``__header__``, a JSON string: ``format`` ("mini_transformer.TransformerParams"),
+  ``version`` (3), ``encoder_layers`` and ``decoder_layers`` (the layer counts) and
+  ``settings``, every non-array field under its path (``eps``,
+  ``encoder_layers.0.eps``, ..., ``norm_first``).
+
+Versions 1 and 2 named LayerNorm weights flat (``norm1_gamma``,
+``encoder_norm_gamma``); ``load`` refuses them, and
+``python -m mini_transformer.checkpoint convert OLD.npz NEW.npz`` (``convert``)
+rewrites a version-2 file as version 3, weights unchanged.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +33,7 @@ import numpy as np
 from .tree import from_named, named_leaves, named_settings, tree_map
 
 FORMAT = "mini_transformer.TransformerParams"
-VERSION = 2  # 1: eps as a list, no norm_first (every version-1 file is post-LN)
+VERSION = 3
 
 
 def average_params(params_list):
@@ -50,6 +69,10 @@ def save_params(params, path) -> None:
               "decoder_layers": len(params.decoder_layers),
               "settings": named_settings(params)}
     arrays = {k: np.asarray(a) for k, a in named_leaves(params).items()}
+    _write(path, header, arrays)
+
+
+def _write(path, header, arrays) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:  # written beside, then renamed: the file is whole or absent, never half
@@ -65,20 +88,16 @@ def load_params(path, cls):
     settings; built from the names, no weights drawn. A file that is missing, not a
     checkpoint, of another version, truncated, corrupted, mismatched or holding NaN
     or Inf weights raises FileNotFoundError or ValueError, one line saying which."""
-    arrays = _read_npz(path)
-    try:
-        header = json.loads(str(arrays.pop("__header__")))
-    except (KeyError, json.JSONDecodeError):
-        raise ValueError(f"{path} has no mini_transformer header: not a checkpoint "
-                         f"written by TransformerParams.save") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        found = header.get("format") if isinstance(header, dict) else header
-        raise ValueError(f"{path} is not a mini_transformer checkpoint (its format is "
-                         f"{found!r})")
+    arrays, header = _read_checkpoint(path)
     version = header.get("version")
-    if version not in (1, VERSION):
+    if version == 2:
+        raise ValueError(f"{path} is a checkpoint of version 2 (flat LayerNorm names); "
+                         f"this mini_transformer reads version {VERSION}: convert it "
+                         f"with python -m mini_transformer.checkpoint convert "
+                         f"{path} NEW.npz")
+    if version != VERSION:
         raise ValueError(f"{path} is a checkpoint of version {version!r}; this "
-                         f"mini_transformer reads versions 1 to {VERSION}")
+                         f"mini_transformer reads version {VERSION}")
     broken = [k for k, a in arrays.items()
               if a.dtype.kind in "fc" and not np.isfinite(a).all()]
     if broken:
@@ -86,8 +105,9 @@ def load_params(path, cls):
                          f"{' and more' if len(broken) > 3 else ''}): a diverged or "
                          f"damaged model")
     n_enc, n_dec = header.get("encoder_layers"), header.get("decoder_layers")
-    settings = _settings(header, n_enc, n_dec)
-    if settings is None:
+    settings = header.get("settings")
+    if not (isinstance(n_enc, int) and isinstance(n_dec, int) and n_enc + n_dec > 0
+            and isinstance(settings, dict)):
         raise ValueError(f"{path}: a corrupted header: {header}")
     try:
         params = from_named(cls, arrays | settings)
@@ -128,17 +148,44 @@ def _read_npz(path) -> dict:
                          f"corrupted): {type(e).__name__}: {e}") from None
 
 
-def _settings(header, n_enc, n_dec):
-    """{path: setting} from a header, or None for a corrupted one. Version 1 wrote
-    eps as a list (the model's, then each layer's) and no norm_first."""
-    if not (isinstance(n_enc, int) and isinstance(n_dec, int) and n_enc + n_dec > 0):
-        return None
-    if header["version"] > 1:
-        settings = header.get("settings")
-        return settings if isinstance(settings, dict) else None
-    eps = header.get("eps")
-    if not isinstance(eps, list) or len(eps) != 1 + n_enc + n_dec:
-        return None
-    names = ["eps", *(f"encoder_layers.{i}.eps" for i in range(n_enc)),
-             *(f"decoder_layers.{i}.eps" for i in range(n_dec))]
-    return dict(zip(names, eps)) | {"norm_first": False}
+def _read_checkpoint(path):
+    """(arrays, header) of a file ``save_params`` wrote, any version."""
+    arrays = _read_npz(path)
+    try:
+        header = json.loads(str(arrays.pop("__header__")))
+    except (KeyError, json.JSONDecodeError):
+        raise ValueError(f"{path} has no mini_transformer header: not a checkpoint "
+                         f"written by TransformerParams.save") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else header
+        raise ValueError(f"{path} is not a mini_transformer checkpoint (its format is "
+                         f"{found!r})")
+    return arrays, header
+
+
+def convert(old, new) -> None:
+    """Rewrite the version-2 checkpoint ``old`` as version 3 in ``new`` (may be the
+    same path): each LayerNorm's flat names become its path, ``...norm1_gamma`` ->
+    ``...norm1.gamma`` and ``encoder_norm_gamma`` -> ``encoder_norm.gamma``; the
+    arrays and settings are unchanged."""
+    arrays, header = _read_checkpoint(old)
+    if header.get("version") != 2:
+        raise ValueError(f"{old} is of version {header.get('version')!r}; convert "
+                         f"reads version 2")
+    renamed = {}
+    for name, a in arrays.items():
+        head, _, last = name.rpartition(".")
+        for w in ("gamma", "beta"):
+            if last.endswith(f"_{w}"):
+                last = f"{last[:-len(w) - 1]}.{w}"
+        renamed[f"{head}.{last}" if head else last] = a
+    _write(new, header | {"version": VERSION}, renamed)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "convert":
+        sys.exit("usage: python -m mini_transformer.checkpoint convert OLD.npz NEW.npz")
+    convert(sys.argv[2], sys.argv[3])
+    print(f"{sys.argv[3]}: version {VERSION}")

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from array_api_compat import array_namespace
 
 from . import _checks
-from .dropout import dropout as drop
+from .dropout import dropout
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
+from .params import LayerNormParams
 
 
 @dataclass
@@ -49,15 +50,15 @@ class KVCache:
         if self.cross_kv is not None:
             self.cross_kv = tuple(xp.take(a, rows, axis=0) for a in self.cross_kv)
 
-    def memory(self, memory, params):
+    def memory_kv(self, memory, params):
         """(K, V) of the memory, computed once."""
         if self.cross_kv is None:
             self.cross_kv = key_values(memory, params)
         return self.cross_kv
 
 
-def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_first=False,
-                  attention=None, cache=None, dropout=None):
+def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=None, *,
+                  norm_first=False, attention=None, cache=None, saved=None):
     """One decoder layer.
 
     Post-LN, as in the paper (norm_first=False):
@@ -66,132 +67,120 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, norm_firs
         Y3 = LayerNorm(Y2 + FFN(Y2))
     Pre-LN (norm_first=True): Y1 = Y + SelfAttn(LayerNorm(Y)), and so on; the
     memory enters the cross-attention as it is.
-    y: (..., n_tgt, d_model)   memory: (..., n_src, d_model), the encoder's output
+    y: (..., n_tgt, d_model)   memory: (..., n_src, d_model), the encoder's output,
+    or None for a decoder-only layer (a language model's block): masked
+    self-attention and the feed-forward network, with LayerNorms 1 and 2, and no
+    cross-attention (the params' ``cross_attn`` and third LayerNorm are None).
     self_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
     memory_mask: broadcast to (batch, n_tgt, n_src), e.g. padding_mask(lengths, n_src)
+    masks: None, or one dropout mask (..., n_tgt, d_model) per sub-layer (three;
+    two without memory), applied to its output before the residual add (§5.4).
     cache: a ``KVCache``: y holds only the newest position(s), whose queries meet
     the cached keys and values of the earlier positions and their own; a
     self_mask then broadcasts to (batch, n_tgt, t + n_tgt).
-    dropout: None, or three masks (..., n_tgt, d_model), one per sub-layer, applied
-    to its output before the residual add (§5.4).
+    saved: a dict the forward fills with what ``decoder_layer_backward`` reads: the
+    sums and LayerNorm outputs between the sub-layers (post-LN: rᵢ and yᵢ, pre-LN:
+    nᵢ = LNᵢ(Y(i−1)) and yᵢ, i = 1, 2, 3) and what each sub-layer kept
+    (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``); None keeps nothing.
     """
     p = params
-    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
     _check_inputs(
         y, memory, p, self_mask, memory_mask, 0 if cache is None else cache.length
     )
+    m_self, m_cross, m_ffn = _sublayer_masks(masks, memory)
+    s = {} if saved is None else saved
+    s["self"], s["cross"], s["ffn"] = {}, {}, {}
+
+    norms = (p.norm1, p.norm2, p.norm3)
 
     def norm(i, h):
-        return layer_norm(
-            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
-        )
+        return layer_norm(h, norms[i - 1].gamma, norms[i - 1].beta, p.eps)
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
-        return multi_head_attention(
-            h, p.self_attn, self_mask, attention=attention, kv=kv
-        )[0]
+        return dropout(multi_head_attention(h, p.self_attn, self_mask, attention=attention,
+                                            kv=kv, saved=s["self"])[0], m_self)
 
     def cross_attn(h):
-        kv = None if cache is None else cache.memory(memory, p.cross_attn)
-        return multi_head_attention(h, p.cross_attn, memory_mask, memory,
-                                    attention=attention, kv=kv)[0]
+        kv = None if cache is None else cache.memory_kv(memory, p.cross_attn)
+        return dropout(multi_head_attention(h, p.cross_attn, memory_mask, memory,
+                                            attention=attention, kv=kv,
+                                            saved=s["cross"])[0], m_cross)
 
-    if norm_first:
-        y = y + drop(self_attn(norm(1, y)), m_self)
-        y = y + drop(cross_attn(norm(2, y)), m_cross)
-        return y + drop(feed_forward(norm(3, y), p.ffn), m_ffn)
-    y = norm(1, y + drop(self_attn(y), m_self))
-    y = norm(2, y + drop(cross_attn(y), m_cross))
-    return norm(3, y + drop(feed_forward(y, p.ffn), m_ffn))
+    def ffn(h):
+        return dropout(feed_forward(h, p.ffn, s["ffn"]), m_ffn)
 
-
-def decoder(y, memory, layers, self_mask=None, memory_mask=None, norm_first=False,
-            attention=None, caches=None, dropout=None):
-    """A stack of decoder layers (the paper uses 6), each attending to the same memory.
-
-    caches: one ``KVCache`` per layer, for step-by-step decoding.
-    dropout: None, or one triple of masks per layer (``decoder_layer``).
-    """
-    for i, params in enumerate(layers):
-        y = decoder_layer(
-            y,
-            memory,
-            params,
-            self_mask,
-            memory_mask,
-            norm_first,
-            attention,
-            None if caches is None else caches[i],
-            dropout=None if dropout is None else dropout[i],
-        )
+    subs = [self_attn, ffn] if memory is None else [self_attn, cross_attn, ffn]
+    for i, sub in enumerate(subs, start=1):
+        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
+            s[f"n{i}"] = norm(i, y)
+            y = s[f"y{i}"] = y + sub(s[f"n{i}"])
+        else:            # Yi = LNᵢ(Rᵢ),  Rᵢ = Y(i−1) + Sub(Y(i−1))
+            s[f"r{i}"] = y + sub(y)
+            y = s[f"y{i}"] = norm(i, s[f"r{i}"])
     return y
+
+
+def decoder(y, memory, layers, self_mask=None, memory_mask=None, masks=None, *,
+            norm_first=False, attention=None, caches=None, saved=None):
+    """A stack of decoder layers (the paper uses 6), each attending to the same memory
+    (None: a decoder-only stack, ``decoder_layer``).
+
+    masks: None, or one triple of dropout masks per layer (``decoder_layer``).
+    caches: one ``KVCache`` per layer, for step-by-step decoding.
+    saved: a dict the forward fills for ``decoder_backward``: ``inputs``, each
+    layer's input, and ``layers``, each layer's own ``saved``.
+    """
+    inputs, layer_saved = [], []
+    for i, params in enumerate(layers):
+        s = None if saved is None else {}
+        inputs.append(y)
+        layer_saved.append(s)
+        y = decoder_layer(y, memory, params, self_mask, memory_mask,
+                          None if masks is None else masks[i], norm_first=norm_first,
+                          attention=attention,
+                          cache=None if caches is None else caches[i], saved=s)
+    if saved is not None:
+        saved.update(inputs=inputs, layers=layer_saved)
+    return y
+
+
+def _sublayer_masks(masks, memory):
+    """(self, cross, ffn) dropout masks; a decoder-only layer takes (self, ffn)."""
+    if masks is None:
+        return None, None, None
+    if memory is None and len(masks) == 2:
+        return masks[0], None, masks[1]
+    return tuple(masks)
 
 
 def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
     """Refuse, in the decoder's terms, inputs or masks of the wrong shape."""
-    _checks.namespace(y, memory, names=("y", "memory"))
-    _checks.features(y, p.d_model, "y")
-    _checks.features(memory, p.d_model, "memory")
-    batch = _checks.batch_axes(y, memory, "y", "memory")
-    n_tgt, n_src = y.shape[-2], memory.shape[-2]
+    if memory is None:
+        if p.cross_attn is not None:
+            raise ValueError("memory is None but this decoder layer has a "
+                             "cross-attention: pass the encoder's output as memory")
+        _checks.namespace(y, names=("y",))
+        _checks.features(y, p.d_model, "y")
+        batch, n_src = tuple(y.shape[:-2]), None
+    else:
+        _checks.namespace(y, memory, names=("y", "memory"))
+        _checks.features(y, p.d_model, "y")
+        _checks.features(memory, p.d_model, "memory")
+        batch = _checks.batch_axes(y, memory, "y", "memory")
+        n_src = memory.shape[-2]
+    n_tgt = y.shape[-2]
     _checks.mask_broadcasts(self_mask, (*batch, n_tgt, n_cached + n_tgt), "self_mask",
                             "(batch, n_tgt, n_tgt)")
-    _checks.mask_broadcasts(memory_mask, (*batch, n_tgt, n_src), "memory_mask",
-                            "(batch, n_tgt, n_src)")
+    if n_src is not None:
+        _checks.mask_broadcasts(memory_mask, (*batch, n_tgt, n_src), "memory_mask",
+                                "(batch, n_tgt, n_src)")
 
 
-def decoder_layer_saved(y, memory, params, self_mask=None, memory_mask=None,
-                        norm_first=False, dropout=None):
-    """``decoder_layer``'s output and the values its backward reads: (out, saved),
-    as ``encoder_layer_saved``: the sums and LayerNorm outputs between the three
-    sub-layers (post-LN: a, Y1, b, Y2, c; pre-LN: n1, Y1, n2, Y2, n3) and what each
-    sub-layer kept (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``).
-    """
-    p = params
-    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
-    _check_inputs(y, memory, p, self_mask, memory_mask, 0)
-    s = {"self": {}, "cross": {}, "ffn": {}}
-
-    def norm(i, h):
-        return layer_norm(
-            h, getattr(p, f"norm{i}_gamma"), getattr(p, f"norm{i}_beta"), p.eps
-        )
-
-    def self_attn(h):
-        return multi_head_attention(h, p.self_attn, self_mask, saved=s["self"])[0]
-
-    def cross_attn(h):
-        return multi_head_attention(h, p.cross_attn, memory_mask, memory,
-                                    saved=s["cross"])[0]
-
-    if norm_first:
-        s["n1"] = norm(1, y)
-        s["y1"] = y + drop(self_attn(s["n1"]), m_self)
-        s["n2"] = norm(2, s["y1"])
-        s["y2"] = s["y1"] + drop(cross_attn(s["n2"]), m_cross)
-        s["n3"] = norm(3, s["y2"])
-        return s["y2"] + drop(feed_forward(s["n3"], p.ffn, s["ffn"]), m_ffn), s
-    s["a"] = y + drop(self_attn(y), m_self)
-    s["y1"] = norm(1, s["a"])
-    s["b"] = s["y1"] + drop(cross_attn(s["y1"]), m_cross)
-    s["y2"] = norm(2, s["b"])
-    s["c"] = s["y2"] + drop(feed_forward(s["y2"], p.ffn, s["ffn"]), m_ffn)
-    return norm(3, s["c"]), s
-
-
-def decoder_layer_backward(
-    y,
-    memory,
-    params,
-    grad_output,
-    self_mask=None,
-    memory_mask=None,
-    norm_first=False,
-    dropout=None,
-    saved=None,
-):
-    """The gradients of ``decoder_layer``, its three sub-layers in reverse order.
+def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
+                           memory_mask=None, masks=None, *, norm_first=False,
+                           saved=None):
+    """The gradients of ``decoder_layer``, its sub-layers in reverse order.
     Post-LN (the paper's):
 
         forward                                 backward
@@ -202,62 +191,72 @@ def decoder_layer_backward(
         Y3 = LN₃(R₃), R₃ = Y2 + FFN(Y2)           g_R₃ = LN₃ᵀ(g),
                                                   g_Y2 = g_R₃ + FFNᵀ(g_R₃)
 
+    Pre-LN, Yi = Y(i−1) + Sub(LNᵢ(Y(i−1))): g_Y(i−1) = g_Yi + LNᵢᵀ(Subᵀ(g_Yi)).
     The memory mem receives gradient only through the cross-attention's keys and
-    values. With dropout masks M₁, M₂, M₃ (the forward's), R₁ = Y + M₁ ⊙ SelfAttn(Y)
-    and so on: each sub-layer's gradient is multiplied by its mask,
-    g_Y = g_R₁ + SelfAttnᵀ(M₁ ⊙ g_R₁).
-    saved: the forward's values (``decoder_layer_saved``); by default recomputed.
+    values (None without memory). With dropout masks M₁, M₂, M₃ (the forward's),
+    R₁ = Y + M₁ ⊙ SelfAttn(Y) and so on: each sub-layer's gradient is multiplied by
+    its mask, g_Y = g_R₁ + SelfAttnᵀ(M₁ ⊙ g_R₁).
+    saved: what the forward filled (``decoder_layer(..., saved=saved)``); by
+    default the forward is run again to fill it.
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
     """
     p = params
-    m_self, m_cross, m_ffn = (None,) * 3 if dropout is None else dropout
-    _check_inputs(y, memory, p, self_mask, memory_mask, 0)
-    if saved is None:
-        _, saved = decoder_layer_saved(y, memory, p, self_mask, memory_mask,
-                                       norm_first, dropout)
+    dropouts = _sublayer_masks(masks, memory)
+    if not saved:
+        saved = {}
+        decoder_layer(y, memory, p, self_mask, memory_mask, masks,
+                      norm_first=norm_first, saved=saved)
     s = saved
+    names = ["self", "ffn"] if memory is None else ["self", "cross", "ffn"]
+    grads, g_memory, g = {}, None, grad_output
+    for i in reversed(range(1, len(names) + 1)):
+        name, gamma = names[i - 1], (p.norm1, p.norm2, p.norm3)[i - 1].gamma
+        h = y if i == 1 else s[f"y{i - 1}"]                 # the sub-layer's input
+        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
+            g_n, g_m, grads[name] = _sub_backward(name, s[f"n{i}"], g, p, s, memory,
+                                                  self_mask, memory_mask, dropouts)
+            g_ln, *grads[i] = layer_norm_backward(h, gamma, g_n, p.eps)
+            g = g + g_ln
+        else:            # Yi = LNᵢ(Y(i−1) + Sub(Y(i−1)))
+            g_r, *grads[i] = layer_norm_backward(s[f"r{i}"], gamma, g, p.eps)
+            g_h, g_m, grads[name] = _sub_backward(name, h, g_r, p, s, memory,
+                                                  self_mask, memory_mask, dropouts)
+            g = g_r + g_h
+        g_memory = g_m if g_m is not None else g_memory
+    fields = {"self_attn": grads["self"], "ffn": grads["ffn"]}
+    if "cross" in grads:
+        fields["cross_attn"] = grads["cross"]
+    for i in range(1, len(names) + 1):
+        fields[f"norm{i}"] = LayerNormParams(*grads[i])
+    return g, g_memory, dataclasses.replace(p, **fields)
 
-    def norm_backward(i, h, g):
-        return layer_norm_backward(h, getattr(p, f"norm{i}_gamma"), g, p.eps)
 
-    g = grad_output
-    # pre-LN: Y1 = Y + SelfAttn(LN₁(Y)), Y2 = Y1 + CrossAttn(LN₂(Y1), mem),
-    #         Y3 = Y2 + FFN(LN₃(Y2))
-    if norm_first:
-        g_n3, g_ffn = feed_forward_backward(s["n3"], p.ffn, drop(g, m_ffn), s["ffn"])
-        g_ln3, g_gamma3, g_beta3 = norm_backward(3, s["y2"], g_n3)
-        g_y2 = g + g_ln3
-        g_n2, g_memory, g_cross = multi_head_attention_backward(
-            s["n2"], p.cross_attn, drop(g_y2, m_cross), memory_mask, memory,
-            saved=s["cross"])
-        g_ln2, g_gamma2, g_beta2 = norm_backward(2, s["y1"], g_n2)
-        g_y1 = g_y2 + g_ln2
-        g_n1, _, g_self = multi_head_attention_backward(
-            s["n1"], p.self_attn, drop(g_y1, m_self), self_mask, saved=s["self"])
-        g_ln1, g_gamma1, g_beta1 = norm_backward(1, y, g_n1)
-        g_y = g_y1 + g_ln1
-    else:
-        g_c, g_gamma3, g_beta3 = norm_backward(3, s["c"], g)
-        g_ffn_y2, g_ffn = feed_forward_backward(s["y2"], p.ffn, drop(g_c, m_ffn),
-                                                s["ffn"])
-        g_b, g_gamma2, g_beta2 = norm_backward(2, s["b"], g_c + g_ffn_y2)
-        g_cross_y1, g_memory, g_cross = multi_head_attention_backward(
-            s["y1"], p.cross_attn, drop(g_b, m_cross), memory_mask, memory,
-            saved=s["cross"])
-        g_a, g_gamma1, g_beta1 = norm_backward(1, s["a"], g_b + g_cross_y1)
-        g_self_y, _, g_self = multi_head_attention_backward(
-            y, p.self_attn, drop(g_a, m_self), self_mask, saved=s["self"])
-        g_y = g_a + g_self_y
-    grads = dataclasses.replace(
-        p,
-        self_attn=g_self,
-        cross_attn=g_cross,
-        ffn=g_ffn,
-        norm1_gamma=g_gamma1,
-        norm1_beta=g_beta1,
-        norm2_gamma=g_gamma2,
-        norm2_beta=g_beta2,
-        norm3_gamma=g_gamma3,
-        norm3_beta=g_beta3,
-    )
-    return g_y, g_memory, grads
+def _sub_backward(name, h, g, p, s, memory, self_mask, memory_mask, masks):
+    """One sub-layer's backward at its input h: (grad_h, grad_memory, grad_params)."""
+    m_self, m_cross, m_ffn = masks
+    if name == "ffn":
+        g_h, g_p = feed_forward_backward(h, p.ffn, dropout(g, m_ffn), s["ffn"])
+        return g_h, None, g_p
+    if name == "self":
+        g_h, _, g_p = multi_head_attention_backward(
+            h, p.self_attn, dropout(g, m_self), self_mask, saved=s["self"])
+        return g_h, None, g_p
+    return multi_head_attention_backward(h, p.cross_attn, dropout(g, m_cross),
+                                         memory_mask, memory, saved=s["cross"])
+
+
+def decoder_backward(memory, layers, grad_output, self_mask=None, memory_mask=None,
+                     masks=None, *, norm_first=False, saved):
+    """The gradients of ``decoder``, from what its forward filled in ``saved``: the
+    layers in reverse. The memory feeds every layer, so its gradient is the sum of
+    theirs (None without memory).
+    Returns (grad_y, grad_memory, (grad_params of each layer, first to last))."""
+    grads, g_memory = [None] * len(layers), None
+    for i in reversed(range(len(layers))):
+        grad_output, g_m, grads[i] = decoder_layer_backward(
+            saved["inputs"][i], memory, layers[i], grad_output, self_mask, memory_mask,
+            None if masks is None else masks[i], norm_first=norm_first,
+            saved=saved["layers"][i])
+        if g_m is not None:
+            g_memory = g_m if g_memory is None else g_memory + g_m
+    return grad_output, g_memory, tuple(grads)

@@ -37,7 +37,8 @@ def encode_source(src_tokens, params, src_mask=None, norm_first=None, attention=
     """
     x = embed(src_tokens, tied_embedding(params), name="src_tokens")
     check_src_mask(src_mask, x)
-    return encode(x, params, src_mask, norm_first, attention)   # (..., n_src, d_model)
+    return encode(x, params, src_mask, norm_first=norm_first,
+                  attention=attention)                    # (..., n_src, d_model)
 
 
 def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
@@ -51,7 +52,8 @@ def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
     E = params.embedding
     t = tokens.shape[-1] - 1
     y = embed(tokens[..., t:], E, start=t)                      # (..., 1, d_model)
-    h = decode(y, memory, params, None, src_mask, norm_first, attention, caches)
+    h = decode(y, memory, params, None, src_mask, norm_first=norm_first,
+               attention=attention, caches=caches)
     return h[..., -1, :] @ E.T                                  # (..., vocab_size)
 
 

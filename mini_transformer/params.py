@@ -150,15 +150,33 @@ class FeedForwardParams(_Params):
 
 
 @dataclass(frozen=True)
+class LayerNormParams(_Params):
+    """One LayerNorm's weights: gamma (γ, the scale) and beta (β, the shift),
+    (d_model,) each (``layer_norm``)."""
+
+    gamma: object
+    beta: object
+
+    @property
+    def d_model(self) -> int:
+        return self.gamma.shape[0]
+
+    @classmethod
+    def random(cls, rng, *, d_model: int):
+        """γ near 1 and β near 0 (float64 NumPy), so that a test sees them act."""
+        return cls(gamma=1 + rng.normal(0, 0.1, size=d_model),
+                   beta=rng.normal(0, 0.1, size=d_model))
+
+
+@dataclass(frozen=True)
 class EncoderLayerParams(_Params):
-    """One encoder layer: attention, feed-forward, and two LayerNorms (γ, β)."""
+    """One encoder layer: attention, feed-forward, and two LayerNorms; eps, the
+    LayerNorms' ε."""
 
     attn: MultiHeadParams
     ffn: FeedForwardParams
-    norm1_gamma: object
-    norm1_beta: object
-    norm2_gamma: object
-    norm2_beta: object
+    norm1: LayerNormParams
+    norm2: LayerNormParams
     eps: float = 1e-5
 
     @property
@@ -171,10 +189,8 @@ class EncoderLayerParams(_Params):
         return cls(
             attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
             ffn=FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff),
-            norm1_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm1_beta=rng.normal(0, 0.1, size=d_model),
-            norm2_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm2_beta=rng.normal(0, 0.1, size=d_model),
+            norm1=LayerNormParams.random(rng, d_model=d_model),
+            norm2=LayerNormParams.random(rng, d_model=d_model),
         )
 
     @classmethod
@@ -195,17 +211,18 @@ class EncoderLayerParams(_Params):
 @dataclass(frozen=True)
 class DecoderLayerParams(_Params):
     """One decoder layer: self-attention, cross-attention over the encoder's
-    output, feed-forward, and three LayerNorms (γ, β)."""
+    output, feed-forward, and three LayerNorms; eps, the LayerNorms' ε.
+
+    A decoder-only layer (a language model's block, ``decoder_layer`` without
+    memory) has no cross-attention and two LayerNorms: cross_attn and norm3 None.
+    """
 
     self_attn: MultiHeadParams
-    cross_attn: MultiHeadParams
+    cross_attn: MultiHeadParams | None
     ffn: FeedForwardParams
-    norm1_gamma: object
-    norm1_beta: object
-    norm2_gamma: object
-    norm2_beta: object
-    norm3_gamma: object
-    norm3_beta: object
+    norm1: LayerNormParams
+    norm2: LayerNormParams
+    norm3: LayerNormParams | None = None
     eps: float = 1e-5
 
     @property
@@ -213,19 +230,18 @@ class DecoderLayerParams(_Params):
         return self.self_attn.d_model
 
     @classmethod
-    def random(cls, rng, *, d_model: int, n_heads: int, d_ff: int | None = None):
-        """Random weights (float64 NumPy); LayerNorm γ near 1 and β near 0."""
-        return cls(
-            self_attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
-            cross_attn=MultiHeadParams.random(rng, d_model=d_model, n_heads=n_heads),
-            ffn=FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff),
-            norm1_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm1_beta=rng.normal(0, 0.1, size=d_model),
-            norm2_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm2_beta=rng.normal(0, 0.1, size=d_model),
-            norm3_gamma=1 + rng.normal(0, 0.1, size=d_model),
-            norm3_beta=rng.normal(0, 0.1, size=d_model),
-        )
+    def random(cls, rng, *, d_model: int, n_heads: int, d_ff: int | None = None,
+               cross_attention: bool = True):
+        """Random weights (float64 NumPy); LayerNorm γ near 1 and β near 0.
+        cross_attention=False: a decoder-only layer (cross_attn and norm3 None)."""
+        sizes = dict(d_model=d_model, n_heads=n_heads)
+        self_attn = MultiHeadParams.random(rng, **sizes)
+        cross_attn = MultiHeadParams.random(rng, **sizes) if cross_attention else None
+        ffn = FeedForwardParams.random(rng, d_model=d_model, d_ff=d_ff)
+        norms = [LayerNormParams.random(rng, d_model=d_model)
+                 for _ in range(3 if cross_attention else 2)]
+        return cls(self_attn=self_attn, cross_attn=cross_attn, ffn=ffn, norm1=norms[0],
+                   norm2=norms[1], norm3=norms[2] if cross_attention else None)
 
     @classmethod
     def from_torch(cls, layer) -> "DecoderLayerParams":
@@ -250,7 +266,7 @@ class TransformerParams(_Params):
     and the pre-softmax projection (the paper's §3.4); None when absent (a
     ``torch.nn.Transformer`` has none).
     encoder_layers, decoder_layers: tuples of EncoderLayerParams / DecoderLayerParams.
-    encoder_norm_gamma, ... : the LayerNorms after each stack, (d_model,); the
+    encoder_norm, decoder_norm: the ``LayerNormParams`` after each stack; the
     paper's post-LN model has none (None), ``torch.nn.Transformer`` has both.
     norm_first: False for the paper's post-LN layers, True for pre-LN; the model
     functions (``transformer``, ``greedy_decode``, ...) run the layers this way
@@ -260,10 +276,8 @@ class TransformerParams(_Params):
     embedding: object
     encoder_layers: tuple[EncoderLayerParams, ...]
     decoder_layers: tuple[DecoderLayerParams, ...]
-    encoder_norm_gamma: object = None
-    encoder_norm_beta: object = None
-    decoder_norm_gamma: object = None
-    decoder_norm_beta: object = None
+    encoder_norm: LayerNormParams | None = None
+    decoder_norm: LayerNormParams | None = None
     eps: float = 1e-5
     norm_first: bool = False
 
@@ -352,9 +366,9 @@ def _expected_shapes(p, d_model) -> dict:
     if isinstance(p, FeedForwardParams):
         return dict(W_1=(d_model, p.d_ff), b_1=(p.d_ff,), W_2=(p.d_ff, d_model),
                     b_2=(d_model,))
-    shapes = {f"norm{i}_{w}": (d_model,) for i in (1, 2, 3) for w in ("gamma", "beta")}
-    shapes |= {f"{s}_norm_{w}": (d_model,) for s in ("encoder", "decoder")
-               for w in ("gamma", "beta")}
+    if isinstance(p, LayerNormParams):
+        return dict(gamma=(d_model,), beta=(d_model,))
+    shapes = {}
     if getattr(p, "embedding", None) is not None:
         shapes["embedding"] = (p.embedding.shape[0], d_model)
     for name, value in vars(p).items():

@@ -11,12 +11,13 @@ from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy
 
 from . import _checks
 from .attention import as_mask, causal_mask
-from .decoder import decoder, decoder_layer_backward, decoder_layer_saved
+from .decoder import decoder, decoder_backward
 from .dropout import DropoutMasks, dropout
-from .encoder import encoder, encoder_layer_backward, encoder_layer_saved
+from .encoder import encoder, encoder_backward
 from .feedforward import _rows_matmul, _rows_outer
 from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
+from .params import LayerNormParams
 from .positional import positional_encoding
 
 
@@ -40,7 +41,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
 
 
 def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
-                    norm_first=None, attention=None, dropout=None):
+                    masks=None, *, norm_first=None, attention=None, saved=None):
     """memory = Encoder(src), output = Decoder(tgt, memory), each stack followed by
     its final LayerNorm where the params have one: what ``torch.nn.Transformer``
     computes.
@@ -50,15 +51,22 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     tgt_mask: broadcast to (batch, n_tgt, n_tgt), e.g. ``causal_mask(n_tgt)``
     memory_mask: broadcast to (batch, n_tgt, n_src), the cross-attention
     Bool masks are True where a query may attend (torch's are the opposite).
+    masks: None, or ``DropoutMasks`` for the sub-layers of both stacks.
     norm_first: None runs the layers as the params were made (``params.norm_first``).
-    dropout: None, or ``DropoutMasks`` for the sub-layers of both stacks.
+    saved: a dict the forward fills for the backward: ``saved["encoder"]`` and
+    ``saved["decoder"]`` (``encode``, ``decode``) and the memory.
     Returns (..., n_tgt, d_model).
     """
     _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask)
-    enc, dec = (None, None) if dropout is None else (dropout.encoder, dropout.decoder)
-    memory = encode(src, params, src_mask, norm_first, attention, enc)
-    return decode(tgt, memory, params, tgt_mask, memory_mask, norm_first, attention,
-                  dropout=dec)
+    enc, dec = (None, None) if masks is None else (masks.encoder, masks.decoder)
+    s_enc, s_dec = (None, None) if saved is None else ({}, {})
+    memory = encode(src, params, src_mask, enc, norm_first=norm_first,
+                    attention=attention, saved=s_enc)
+    out = decode(tgt, memory, params, tgt_mask, memory_mask, dec, norm_first=norm_first,
+                 attention=attention, saved=s_dec)
+    if saved is not None:
+        saved.update(encoder=s_enc, decoder=s_dec, memory=memory)
+    return out
 
 
 def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
@@ -84,7 +92,7 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     if masks is not None:
         x, y = dropout(x, masks.src), dropout(y, masks.tgt)
     h = encoder_decoder(x, y, params, src_mask, _and_causal(tgt_mask, y), src_mask,
-                        norm_first, attention, masks)   # (..., n_tgt, d_model)
+                        masks, norm_first=norm_first, attention=attention)
     return h @ E.T                                      # (..., n_tgt, vocab_size)
 
 
@@ -97,27 +105,34 @@ def count_parameters(params) -> int:
     return sum(math.prod(a.shape) for a in arrays.values())
 
 
-def encode(src, params, src_mask=None, norm_first=None, attention=None, dropout=None):
+def encode(src, params, src_mask=None, masks=None, *, norm_first=None, attention=None,
+           saved=None):
     """memory = Encoder(src), then the encoder's final LayerNorm where the params
     have one. src: (..., n_src, d_model), embedded. norm_first None: the params'.
+    masks: None, or one pair of dropout masks per layer (``encoder``).
+    saved: a dict the forward fills for the backward (``encoder``'s, and ``output``,
+    the stack's output before the final LayerNorm).
     Returns (..., n_src, d_model)."""
-    memory = encoder(src, params.encoder_layers, src_mask,
-                     _norm_first(params, norm_first), attention, dropout)
-    return _final_norm(
-        memory, params.encoder_norm_gamma, params.encoder_norm_beta, params.eps
-    )
+    out = encoder(src, params.encoder_layers, src_mask, masks,
+                  norm_first=_norm_first(params, norm_first), attention=attention,
+                  saved=saved)
+    if saved is not None:
+        saved["output"] = out
+    return _final_norm(out, params.encoder_norm, params.eps)
 
 
-def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, norm_first=None,
-           attention=None, caches=None, dropout=None):
+def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, masks=None, *,
+           norm_first=None, attention=None, caches=None, saved=None):
     """Decoder(tgt, memory), then the decoder's final LayerNorm where the params
     have one. tgt: (..., n_tgt, d_model), embedded; caches: one ``KVCache`` per
-    decoder layer, for decoding step by step. Returns (..., n_tgt, d_model)."""
-    out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask,
-                  _norm_first(params, norm_first), attention, caches, dropout)
-    return _final_norm(
-        out, params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
-    )
+    decoder layer, for decoding step by step; masks, saved: as in ``encode``.
+    Returns (..., n_tgt, d_model)."""
+    out = decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, masks,
+                  norm_first=_norm_first(params, norm_first), attention=attention,
+                  caches=caches, saved=saved)
+    if saved is not None:
+        saved["output"] = out
+    return _final_norm(out, params.decoder_norm, params.eps)
 
 
 def _norm_first(params, norm_first):
@@ -125,8 +140,8 @@ def _norm_first(params, norm_first):
     return params.norm_first if norm_first is None else norm_first
 
 
-def _final_norm(x, gamma, beta, eps):
-    return x if gamma is None else layer_norm(x, gamma, beta, eps)
+def _final_norm(x, norm, eps):
+    return x if norm is None else layer_norm(x, norm.gamma, norm.beta, eps)
 
 
 def _and_causal(tgt_mask, y):
@@ -226,9 +241,9 @@ def loss_and_grads(
 ):
     """The training loss and its gradient for every array of ``params``.
 
-    loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): the
-    forward keeps each layer's input and the values its backward reads
-    (``encoder_layer_saved``); the backward runs the layers in reverse. The memory
+    loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): one
+    forward (``encoder_decoder(..., saved=saved)``) keeps each layer's input and the
+    values its backward reads; the backward runs the layers in reverse. The memory
     feeds every decoder layer, so its gradient is the sum of theirs. The tied embedding
     E is used three times (source, target, output projection): its gradient is the sum
     of three.
@@ -248,54 +263,32 @@ def loss_and_grads(
                               (None,) * len(params.decoder_layers))
     x, y = dropout(x, m.src), dropout(y, m.tgt)
     self_mask = _and_causal(tgt_mask, y)
-    _check_embedded(x, y, params, src_mask, self_mask, src_mask)
-    # Forward, keeping each layer's input and the values its backward reads.
-    xs, enc_saved = [x], []
-    for layer, drop in zip(params.encoder_layers, m.encoder):
-        out, saved = encoder_layer_saved(xs[-1], layer, src_mask, norm_first, drop)
-        xs.append(out)
-        enc_saved.append(saved)
-    memory = _final_norm(xs[-1], params.encoder_norm_gamma, params.encoder_norm_beta,
-                         params.eps)
-    ys, dec_saved = [y], []
-    for layer, drop in zip(params.decoder_layers, m.decoder):
-        out, saved = decoder_layer_saved(ys[-1], memory, layer, self_mask, src_mask,
-                                         norm_first, drop)
-        ys.append(out)
-        dec_saved.append(saved)
-    h = _final_norm(
-        ys[-1], params.decoder_norm_gamma, params.decoder_norm_beta, params.eps
-    )
+    # Forward, keeping what the backward reads.
+    saved = {}
+    h = encoder_decoder(x, y, params, src_mask, self_mask, src_mask, masks,
+                        norm_first=norm_first, saved=saved)   # (..., n_tgt, d_model)
+    enc, dec, memory = saved["encoder"], saved["decoder"], saved["memory"]
     logits = _rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
     loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
     # Backward: output projection, decoder, encoder, embeddings.
     g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
     g_E = _rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
     g_h = _rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
-    g_y, g_dec_norm = _final_norm_backward(ys[-1], params, "decoder", g_h)
-    g_memory, dec_grads = 0.0, []
-    for layer, y_in, drop, saved in zip(reversed(params.decoder_layers),
-                                        reversed(ys[:-1]), reversed(m.decoder),
-                                        reversed(dec_saved)):
-        g_y, g_m, grads = decoder_layer_backward(y_in, memory, layer, g_y, self_mask,
-                                                 src_mask, norm_first, drop, saved)
-        g_memory, dec_grads = g_memory + g_m, [grads, *dec_grads]
-    g_x, g_enc_norm = _final_norm_backward(xs[-1], params, "encoder", g_memory)
-    enc_grads = []
-    for layer, x_in, drop, saved in zip(reversed(params.encoder_layers),
-                                        reversed(xs[:-1]), reversed(m.encoder),
-                                        reversed(enc_saved)):
-        g_x, grads = encoder_layer_backward(x_in, layer, g_x, src_mask, norm_first,
-                                            drop, saved)
-        enc_grads = [grads, *enc_grads]
+    g_y, g_dec_norm = _final_norm_backward(dec["output"], params, "decoder", g_h)
+    g_y, g_memory, dec_grads = decoder_backward(
+        memory, params.decoder_layers, g_y, self_mask, src_mask, m.decoder,
+        norm_first=norm_first, saved=dec)
+    g_x, g_enc_norm = _final_norm_backward(enc["output"], params, "encoder", g_memory)
+    g_x, enc_grads = encoder_backward(params.encoder_layers, g_x, src_mask, m.encoder,
+                                      norm_first=norm_first, saved=enc)
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
     g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
            + _embedding_backward(tgt_in, g_y * sqrt_d, E))
     grads = dataclasses.replace(
         params,
         embedding=g_E,
-        encoder_layers=tuple(enc_grads),
-        decoder_layers=tuple(dec_grads),
+        encoder_layers=enc_grads,
+        decoder_layers=dec_grads,
         **g_enc_norm,
         **g_dec_norm,
     )
@@ -304,12 +297,12 @@ def loss_and_grads(
 
 def _final_norm_backward(x, params, stack, grad):
     """The gradient through a stack's final LayerNorm, if the params have one:
-    (grad_x, {"<stack>_norm_gamma": ..., "<stack>_norm_beta": ...} or {})."""
-    gamma = getattr(params, f"{stack}_norm_gamma")
-    if gamma is None:
+    (grad_x, {"<stack>_norm": LayerNormParams of its gradients} or {})."""
+    norm = getattr(params, f"{stack}_norm")
+    if norm is None:
         return grad, {}
-    grad_x, g_gamma, g_beta = layer_norm_backward(x, gamma, grad, params.eps)
-    return grad_x, {f"{stack}_norm_gamma": g_gamma, f"{stack}_norm_beta": g_beta}
+    grad_x, g_gamma, g_beta = layer_norm_backward(x, norm.gamma, grad, params.eps)
+    return grad_x, {f"{stack}_norm": LayerNormParams(g_gamma, g_beta)}
 
 
 def _embedding_backward(tokens, grad, embedding):

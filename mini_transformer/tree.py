@@ -73,8 +73,8 @@ def from_named(cls, values: dict):
     the inverse of ``named_leaves`` and ``named_settings``. The layout comes from the
     fields' annotations: a field annotated with a container class is built from the
     paths under it, ``tuple[C, ...]`` from ``<field>.0``, ``<field>.1``, ... as far
-    as they go; a field absent from ``values`` takes its default (None for an absent
-    final norm). Fields with no default and no value raise one ValueError that
+    as they go, ``C | None`` as C, or None when no path lies under it (an absent
+    final norm or cross-attention); a field absent from ``values`` takes its default. Fields with no default and no value raise one ValueError that
     lists them all: ``missing ['encoder_layers.0.attn.b_V', ...]``."""
     missing = []
     tree = _build(cls, values, "", missing)
@@ -90,6 +90,13 @@ def _build(cls, values, prefix, missing):
     for field in dataclasses.fields(cls):
         path, hint = f"{prefix}{field.name}", hints[field.name]
         item = typing.get_args(hint)[0] if typing.get_origin(hint) is tuple else None
+        optional = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(optional) == 1 and type(None) in typing.get_args(hint):
+            # ``C | None``: None when no path lies under it
+            if not any(k.startswith(f"{path}.") for k in values):
+                kwargs[field.name] = None
+                continue
+            hint = optional[0]
         if dataclasses.is_dataclass(hint):
             kwargs[field.name] = _build(hint, values, f"{path}.", missing)
         elif item is not None:

@@ -45,8 +45,7 @@ def calls(a):
     p, d = a["layers"][0], a["dec_layers"][0]
     x = a["x"]
     model = mt.TransformerParams(  # with final norms, as torch.nn.Transformer
-        None, tuple(a["layers"]), tuple(a["dec_layers"]), p.norm1_gamma, p.norm1_beta,
-        d.norm3_gamma, d.norm3_beta)
+        None, tuple(a["layers"]), tuple(a["dec_layers"]), p.norm1, d.norm3)
     return {
         "softmax": mt.softmax(x, temperature=0.5),
         "softmax-axis": mt.softmax(x, axis=1),
@@ -56,7 +55,7 @@ def calls(a):
         "multi_head": mt.multi_head_attention(x, p.attn, a["mask"])[0],
         "cross": mt.multi_head_attention(x, p.attn, a["cross_mask"], memory=a["memory"])[0],
         "feed_forward": mt.feed_forward(x, p.ffn),
-        "layer_norm": mt.layer_norm(x, p.norm1_gamma, p.norm1_beta),
+        "layer_norm": mt.layer_norm(x, p.norm1.gamma, p.norm1.beta),
         "encoder_layer": mt.encoder_layer(x, p, a["mask"]),
         "encoder_layer-pre": mt.encoder_layer(x, p, a["fmask"], norm_first=True),
         "encoder": mt.encoder(x, a["layers"], a["mask"]),

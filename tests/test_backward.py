@@ -19,9 +19,7 @@ import torch
 from helpers import max_abs, t64
 
 import mini_transformer as mt
-from mini_transformer.decoder import decoder_layer_saved
 from mini_transformer.dropout import dropout_mask
-from mini_transformer.encoder import encoder_layer_saved
 from mini_transformer.optim import tree_leaves
 
 TOL = 1e-10        # float64, every backward (the issue)
@@ -298,9 +296,9 @@ def model_case(rng, final_norms):
     p = mt.TransformerParams.random(rng, vocab_size=11, d_model=8, n_heads=2, d_ff=16,
                                     n_layers=2)
     if final_norms:
-        p = dataclasses.replace(p, **{f"{s}_norm_{w}": (1.0 if w == "gamma" else 0.0)
-                                      + 0.1 * rng.normal(size=8)
-                                      for s in ("encoder", "decoder") for w in ("gamma", "beta")})
+        p = dataclasses.replace(p, **{f"{s}_norm": mt.LayerNormParams(
+            1.0 + 0.1 * rng.normal(size=8), 0.1 * rng.normal(size=8))
+            for s in ("encoder", "decoder")})
     src = rng.integers(2, 11, size=(3, 5))
     tgt_in = rng.integers(0, 11, size=(3, 4))
     tgt_out = rng.integers(0, 11, size=(3, 4))
@@ -486,25 +484,28 @@ def test_saved_and_recomputing_backward_agree(rng, norm_first, monkeypatch):
     x, y = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
     gx, gy = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 4, 8))
     src_mask, causal = mt.padding_mask([5, 3], 5), mt.causal_mask(4)
-    out, saved = encoder_layer_saved(x, enc, src_mask, norm_first)
-    assert max_abs(out, mt.encoder_layer(x, enc, src_mask, norm_first)) < 1e-14
-    b = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first)
+    saved = {}
+    out = mt.encoder_layer(x, enc, src_mask, norm_first=norm_first, saved=saved)
+    assert max_abs(out, mt.encoder_layer(x, enc, src_mask, norm_first=norm_first)) < 1e-14
+    b = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first=norm_first)
     with monkeypatch.context() as m:
         for name in ("multi_head_attention", "feed_forward"):
             m.setattr(module("encoder"), name, _no_forward)
             m.setattr(module("multihead"), name, _no_forward, raising=False)
-        a = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first, saved=saved)
+        a = mt.encoder_layer_backward(x, enc, gx, src_mask, norm_first=norm_first,
+                                      saved=saved)
     assert max_abs(a[0], b[0]) < 1e-14 and _same_tree(a[1], b[1], 1e-14)
-    out, saved = decoder_layer_saved(y, x, dec, causal, src_mask, norm_first)
-    want = mt.decoder_layer(y, x, dec, causal, src_mask, norm_first)
+    saved = {}
+    out = mt.decoder_layer(y, x, dec, causal, src_mask, norm_first=norm_first, saved=saved)
+    want = mt.decoder_layer(y, x, dec, causal, src_mask, norm_first=norm_first)
     assert max_abs(out, want) < 1e-14
-    b = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask, norm_first)
+    b = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask, norm_first=norm_first)
     with monkeypatch.context() as m:
         for name in ("multi_head_attention", "feed_forward"):
             m.setattr(module("decoder"), name, _no_forward)
             m.setattr(module("multihead"), name, _no_forward, raising=False)
-        a = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask, norm_first,
-                                      saved=saved)
+        a = mt.decoder_layer_backward(y, x, dec, gy, causal, src_mask,
+                                      norm_first=norm_first, saved=saved)
     assert max_abs(a[0], b[0]) < 1e-14 and max_abs(a[1], b[1]) < 1e-14
     assert _same_tree(a[2], b[2], 1e-14)
 
@@ -518,14 +519,16 @@ def test_saved_backward_against_autograd(rng, norm_first):
         rng.normal(size=(2, 4, 8))
     masks = tuple(dropout_mask(rng, 0.3, y.shape, y) for _ in range(3))
     self_mask, memory_mask = mt.causal_mask(4), mt.padding_mask([6, 3], 6)
-    _, saved = decoder_layer_saved(y, memory, p, self_mask, memory_mask, norm_first,
-                                      masks)
+    saved = {}
+    mt.decoder_layer(y, memory, p, self_mask, memory_mask, masks, norm_first=norm_first,
+                     saved=saved)
     grad_y, grad_m, grads = mt.decoder_layer_backward(
-        y, memory, p, g, self_mask, memory_mask, norm_first, masks, saved)
+        y, memory, p, g, self_mask, memory_mask, masks, norm_first=norm_first,
+        saved=saved)
     tp, ty, tm = autograd_params(p), leaf(y), leaf(memory)
     mt.decoder_layer(ty, tm, tp, torch.as_tensor(self_mask),
-                     torch.as_tensor(memory_mask), norm_first,
-                     dropout=tuple(t64(m) for m in masks)).backward(t64(g))
+                     torch.as_tensor(memory_mask), tuple(t64(m) for m in masks),
+                     norm_first=norm_first).backward(t64(g))
     assert max_abs(grad_y, ty.grad) < TOL and max_abs(grad_m, tm.grad) < TOL
     assert worst(grads, tp) < TOL
 
@@ -562,7 +565,8 @@ def test_training_step_stays_float32(rng):
     assert np.asarray(loss).dtype == np.float32
     assert {a.dtype for a in tree_leaves(grads)} == {np.dtype(np.float32)}
     x = p32.embedding[src]
-    _, saved = encoder_layer_saved(x, p32.encoder_layers[0])
+    saved = {}
+    mt.encoder_layer(x, p32.encoder_layers[0], saved=saved)
 
     def leaves(d):
         for v in d.values():
@@ -576,7 +580,8 @@ def test_saved_backward_on_torch_tensors(rng):
     p = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
     x, g = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     tp = p.map(t64)
-    _, saved = encoder_layer_saved(t64(x), tp)
+    saved = {}
+    mt.encoder_layer(t64(x), tp, saved=saved)
     grad_x, grads = mt.encoder_layer_backward(t64(x), tp, t64(g), saved=saved)
     want_x, want = mt.encoder_layer_backward(x, p, g)
     assert isinstance(grad_x, torch.Tensor)

@@ -22,8 +22,8 @@ def params(seed=0, **kw):
 def test_save_load_is_exact(tmp_path):
     p = params()
     p = dataclasses.replace(  # final norms and another eps, to round-trip too
-        p, encoder_norm_gamma=np.ones(8), encoder_norm_beta=np.zeros(8),
-        decoder_norm_gamma=np.ones(8), decoder_norm_beta=np.zeros(8), eps=1e-6)
+        p, encoder_norm=mt.LayerNormParams(np.ones(8), np.zeros(8)),
+        decoder_norm=mt.LayerNormParams(np.ones(8), np.zeros(8)), eps=1e-6)
     p.save(tmp_path / "m.npz")
     q = mt.TransformerParams.load(tmp_path / "m.npz")
     assert len(tree_leaves(q)) == len(tree_leaves(p)) == 1 + 2 * 16 + 2 * 26 + 4
@@ -47,7 +47,7 @@ def test_no_final_norms_stay_none(tmp_path):
     p = params(n_layers=1)
     p.save(tmp_path / "m.npz")
     q = mt.TransformerParams.load(tmp_path / "m.npz")
-    assert q.encoder_norm_gamma is None and q.decoder_norm_beta is None
+    assert q.encoder_norm is None and q.decoder_norm is None
 
 
 def test_load_refuses_bad_files(tmp_path):
@@ -141,27 +141,46 @@ def test_load_draws_no_weights(tmp_path, monkeypatch):
     assert q.vocab_size == 11 and len(q.encoder_layers) == 2
 
 
-def test_version_1_file_loads_post_ln(tmp_path):
-    """A file written before norm_first was stored (version 1, as the first committed
-    translator was) loads as the post-LN model it was trained as."""
+def test_version_2_file_refused_then_converted(tmp_path):
+    """A version-2 file (flat LayerNorm names, norm1_gamma, encoder_norm_gamma) is
+    refused with the conversion command in the message; convert gives a file that
+    loads to the same params, bit for bit."""
     import json
 
-    p = dataclasses.replace(params(), norm_first=True)
-    p.save(tmp_path / "v2.npz")
-    with np.load(tmp_path / "v2.npz") as f:
+    from mini_transformer.checkpoint import convert
+
+    p = dataclasses.replace(params(), norm_first=True, eps=1e-6,
+                            decoder_norm=mt.LayerNormParams(np.ones(8), np.zeros(8)))
+    p.save(tmp_path / "v3.npz")
+    with np.load(tmp_path / "v3.npz") as f:
         arrays = {k: f[k] for k in f.files}
-    header = json.loads(str(arrays["__header__"]))
-    assert header["version"] == 2 and "norm_first" in json.dumps(header)
-    # version 1: no norm_first anywhere, eps as a list (the model's, then each layer's)
-    settings = header.pop("settings")
-    header["version"] = 1
-    header["eps"] = [settings["eps"], *(settings[f"encoder_layers.{i}.eps"] for i in (0, 1)),
-                     *(settings[f"decoder_layers.{i}.eps"] for i in (0, 1))]
-    assert "norm_first" not in json.dumps(header)
-    arrays["__header__"] = np.array(json.dumps(header))
-    np.savez(tmp_path / "v1.npz", **arrays)
-    q = mt.TransformerParams.load(tmp_path / "v1.npz")
-    assert q.norm_first is False and len(q.decoder_layers) == 2
+    header = json.loads(str(arrays.pop("__header__")))
+    assert header["version"] == 3 and "decoder_norm.gamma" in arrays
+    flat = {k.replace(".gamma", "_gamma").replace(".beta", "_beta"): a
+            for k, a in arrays.items()}          # version 2's names
+    assert "encoder_layers.1.norm2_beta" in flat and "decoder_norm_gamma" in flat
+    np.savez(tmp_path / "v2.npz", __header__=np.array(json.dumps(header | {"version": 2})),
+             **flat)
+    with pytest.raises(ValueError, match="version 2 .* python -m "
+                                         "mini_transformer.checkpoint convert"):
+        mt.TransformerParams.load(tmp_path / "v2.npz")
+    convert(tmp_path / "v2.npz", tmp_path / "new.npz")
+    q = mt.TransformerParams.load(tmp_path / "new.npz")
+    assert q.norm_first is True and q.eps == 1e-6 and q.encoder_norm is None
+    assert all(np.array_equal(a, b) for a, b in zip(tree_leaves(p), tree_leaves(q),
+                                                      strict=True))
+
+
+def test_shipped_checkpoints_are_version_3():
+    """Every checkpoint the project ships loads (format version 3)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    files = [*sorted((root / "book" / "data").glob("*.npz")),
+             root / "mini_transformer" / "number_words" / "model" / "numbers_en_de.npz"]
+    assert len(files) == 4
+    for f in files:
+        assert mt.TransformerParams.load(f).decoder_layers[0].norm3 is not None
 
 
 def test_named_leaves_and_from_named_are_inverse():
@@ -173,7 +192,7 @@ def test_named_leaves_and_from_named_are_inverse():
                                "encoder_layers.0.attn.W_K"]
     assert named_settings(p)["norm_first"] is True
     q = from_named(mt.TransformerParams, names | named_settings(p))
-    assert q.norm_first is True and q.eps == 1e-6 and q.encoder_norm_gamma is None
+    assert q.norm_first is True and q.eps == 1e-6 and q.encoder_norm is None
     assert all(a is b for a, b in zip(tree_leaves(p), tree_leaves(q)))
 
 
@@ -211,7 +230,7 @@ def test_each_loading_error_has_its_own_one_line_message(tmp_path):
     header = json.loads(str(arrays["__header__"]))
     for key, value, pattern in (("format", "keras", "its format is 'keras'"),
                                 ("version", 7, "version 7; this mini_transformer "
-                                               "reads versions 1 to 2")):
+                                               "reads version 3")):
         np.savez(path, **arrays | {"__header__": np.array(json.dumps(
             header | {key: value}))})
         refused(ValueError, pattern)

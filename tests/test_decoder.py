@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from helpers import TOL32, TOL64, max_abs, t64
-from mini_transformer import (DecoderLayerParams, FeedForwardParams, KVCache, MultiHeadParams,
+from mini_transformer import (DecoderLayerParams, FeedForwardParams, KVCache, LayerNormParams,
+                              MultiHeadParams,
                               causal_mask, decoder, decoder_layer, padding_mask)
 
 EPS = 1e-5
@@ -40,9 +41,9 @@ def one_token_layer(rng):
                             W_2=np.array([[3.0, 0.0], [0.0, 0.0]]), b_2=np.array([0.0, 1.0]))
     ones, zeros = np.ones(2), np.zeros(2)
     return DecoderLayerParams(self_attn, cross_attn, ffn,
-                              norm1_gamma=np.array([2.0, 1.0]), norm1_beta=np.array([0.0, 1.0]),
-                              norm2_gamma=ones, norm2_beta=zeros,
-                              norm3_gamma=ones, norm3_beta=zeros, eps=EPS)
+                              norm1=LayerNormParams(np.array([2.0, 1.0]), np.array([0.0, 1.0])),
+                              norm2=LayerNormParams(ones, zeros),
+                              norm3=LayerNormParams(ones, zeros), eps=EPS)
 
 
 def ln2(a, b):

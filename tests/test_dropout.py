@@ -59,12 +59,12 @@ def test_encoder_layer_dropout_equals_torch_nn(rng, norm_first):
     tx = t64(x, requires_grad=True)
     out = layer(tx)
     out.backward(t64(g))
-    assert max_abs(mt.encoder_layer(x, p, norm_first=norm_first, dropout=m), out) < TOL
-    grad_x, grads = mt.encoder_layer_backward(x, p, g, norm_first=norm_first, dropout=m)
+    assert max_abs(mt.encoder_layer(x, p, None, m, norm_first=norm_first), out) < TOL
+    grad_x, grads = mt.encoder_layer_backward(x, p, g, None, m, norm_first=norm_first)
     assert max_abs(grad_x, tx.grad) < TOL
     assert max_abs(grads.ffn.W_1, layer.linear1.weight.grad.T) < TOL
     assert max_abs(grads.attn.W_O, layer.self_attn.out_proj.weight.grad.T) < TOL
-    assert max_abs(grads.norm1_gamma, layer.norm1.weight.grad) < TOL
+    assert max_abs(grads.norm1.gamma, layer.norm1.weight.grad) < TOL
     # the masks matter: without them the output differs
     assert max_abs(mt.encoder_layer(x, p, norm_first=norm_first), out) > 0.1
 
@@ -81,16 +81,16 @@ def test_decoder_layer_dropout_equals_torch_nn(rng, norm_first):
     causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)  # torch: True = blocked
     out = layer(ty, tm, tgt_mask=causal)
     out.backward(t64(g))
-    ours = mt.decoder_layer(y, memory, p, mt.causal_mask(4), norm_first=norm_first,
-                            dropout=m)
+    ours = mt.decoder_layer(y, memory, p, mt.causal_mask(4), None, m,
+                            norm_first=norm_first)
     assert max_abs(ours, out) < TOL
     grad_y, grad_m, grads = mt.decoder_layer_backward(
-        y, memory, p, g, mt.causal_mask(4), norm_first=norm_first, dropout=m)
+        y, memory, p, g, mt.causal_mask(4), None, m, norm_first=norm_first)
     assert max_abs(grad_y, ty.grad) < TOL and max_abs(grad_m, tm.grad) < TOL
     assert max_abs(grads.ffn.W_2, layer.linear2.weight.grad.T) < TOL
     cross_W_O = layer.multihead_attn.out_proj.weight.grad.T
     assert max_abs(grads.cross_attn.W_O, cross_W_O) < TOL
-    assert max_abs(grads.norm3_beta, layer.norm3.bias.grad) < TOL
+    assert max_abs(grads.norm3.beta, layer.norm3.bias.grad) < TOL
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from helpers import TOL32, TOL64, max_abs, t64
-from mini_transformer import (EncoderLayerParams, causal_mask, encoder, encoder_layer,
-                              padding_mask)
+from mini_transformer import (EncoderLayerParams, LayerNormParams, causal_mask, encoder,
+                              encoder_layer, padding_mask)
 
 EPS = 1e-5
 
@@ -32,8 +32,8 @@ def silent_layer(d_model=3, n_heads=1, b_O=None, b_2=None):
     ffn = dataclasses.replace(p.ffn, W_2=np.zeros_like(p.ffn.W_2),
                               b_2=zero_b if b_2 is None else np.asarray(b_2, float))
     ones = np.ones(d_model)
-    return EncoderLayerParams(attn=attn, ffn=ffn, norm1_gamma=ones, norm1_beta=zero_b,
-                              norm2_gamma=ones, norm2_beta=zero_b, eps=EPS)
+    return EncoderLayerParams(attn=attn, ffn=ffn, norm1=LayerNormParams(ones, zero_b),
+                              norm2=LayerNormParams(ones, zero_b), eps=EPS)
 
 
 def ln_twice(u, v):
@@ -78,7 +78,7 @@ def test_post_ln_output_rows_are_normalised(rng):
     # with γ = 1, β = 0 every output row has mean 0 and variance v / (v + ε) ≈ 1
     p = EncoderLayerParams.random(rng, d_model=8, n_heads=2)
     ones, zeros = np.ones(8), np.zeros(8)
-    p = dataclasses.replace(p, norm2_gamma=ones, norm2_beta=zeros)
+    p = dataclasses.replace(p, norm2=LayerNormParams(ones, zeros))
     out = encoder_layer(rng.normal(size=(2, 5, 8)) * 3, p)
     np.testing.assert_allclose(out.mean(-1), 0, atol=1e-14)
     np.testing.assert_allclose(out.var(-1), 1, atol=1e-3)

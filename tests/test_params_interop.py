@@ -19,7 +19,7 @@ def test_random_shapes(rng):
     assert p.b_Q.shape == p.b_K.shape == p.b_V.shape == (3, 4) and p.b_O.shape == (12,)
     lp = EncoderLayerParams.random(rng, d_model=12, n_heads=3, d_ff=20)
     assert lp.d_model == 12 and lp.ffn.d_ff == 20 and lp.eps == 1e-5
-    for a in (lp.norm1_gamma, lp.norm1_beta, lp.norm2_gamma, lp.norm2_beta):
+    for a in (lp.norm1.gamma, lp.norm1.beta, lp.norm2.gamma, lp.norm2.beta):
         assert a.shape == (12,) and a.dtype == np.float64
 
 
@@ -37,7 +37,7 @@ def test_map_copies_every_array_nested(rng):
     moved = lp.map(lambda a: seen.append(a.shape) or torch.as_tensor(a, dtype=torch.float32))
     assert len(seen) == 8 + 4 + 4  # attention, feed-forward, the two LayerNorms
     assert moved.attn.W_Q.dtype == torch.float32 and moved.ffn.b_2.dtype == torch.float32
-    assert moved.norm2_beta.dtype == torch.float32 and moved.eps == lp.eps
+    assert moved.norm2.beta.dtype == torch.float32 and moved.eps == lp.eps
     assert isinstance(lp.attn.W_Q, np.ndarray)  # the original is unchanged
     with pytest.raises(dataclasses.FrozenInstanceError):
         lp.eps = 0.1
@@ -82,8 +82,10 @@ def test_encoder_layer_round_trip_is_exact(rng):
     for a, b in zip(flat, [back.attn, back.ffn]):
         for f in dataclasses.fields(a):
             np.testing.assert_array_equal(getattr(b, f.name), getattr(a, f.name))
-    for name in ("norm1_gamma", "norm1_beta", "norm2_gamma", "norm2_beta"):
-        np.testing.assert_array_equal(getattr(back, name), getattr(p, name))
+    for name in ("norm1", "norm2"):
+        for w in ("gamma", "beta"):
+            np.testing.assert_array_equal(getattr(getattr(back, name), w),
+                                          getattr(getattr(p, name), w))
     assert back.eps == 1e-7
 
 
@@ -109,9 +111,9 @@ def test_from_torch_without_biases():
     layer = torch.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0,
                                              bias=False, batch_first=True)
     p = EncoderLayerParams.from_torch(layer)
-    for b in (p.attn.b_Q, p.attn.b_O, p.ffn.b_1, p.ffn.b_2, p.norm1_beta, p.norm2_beta):
+    for b in (p.attn.b_Q, p.attn.b_O, p.ffn.b_1, p.ffn.b_2, p.norm1.beta, p.norm2.beta):
         np.testing.assert_array_equal(b, 0)
-    np.testing.assert_array_equal(p.norm1_gamma, layer.norm1.weight.detach().numpy())
+    np.testing.assert_array_equal(p.norm1.gamma, layer.norm1.weight.detach().numpy())
 
 
 def test_to_torch_dtype_and_device(rng):

@@ -116,7 +116,7 @@ def test_transformer_module_matches_torch(norm_first, fused, dtype, tol, rng):
 
 def test_transformer_module_constructor_and_params(rng):
     m = Transformer(13, 8, 2, 16, n_layers=2, seed=3, dtype=torch.float64)
-    assert m.encoder_norm_gamma is None and m.embedding.shape == (13, 8)
+    assert m.encoder_norm is None and m.embedding.shape == (13, 8)
     p = m.params
     assert isinstance(p, TransformerParams) and len(p.decoder_layers) == 2
     # from_params of the paper's model is the same module

@@ -61,7 +61,7 @@ def test_encoder_decoder_matches_torch_transformer(d_model, n_heads, d_ff, n_enc
                                                    batch, n_src, n_tgt, norm_first, rng):
     model = torch_transformer(d_model, n_heads, d_ff, n_enc, n_dec, norm_first)
     p = TransformerParams.from_torch(model)
-    assert p.encoder_norm_gamma is not None and p.decoder_norm_beta is not None
+    assert p.encoder_norm is not None and p.decoder_norm is not None
     src = rng.normal(size=(batch, n_src, d_model))
     tgt = rng.normal(size=(batch, n_tgt, d_model))
     src_pad = padding_mask(rng.integers(1, n_src + 1, size=batch), n_src)
@@ -103,7 +103,7 @@ def test_encoder_decoder_matches_torch_transformer(d_model, n_heads, d_ff, n_enc
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_paper_model_to_torch_has_no_final_norms(norm_first, rng):
     p = TransformerParams.random(rng, vocab_size=7, d_model=8, n_heads=2, d_ff=16, n_layers=2)
-    assert p.encoder_norm_gamma is None and p.decoder_norm_gamma is None
+    assert p.encoder_norm is None and p.decoder_norm is None
     model = p.to_torch(norm_first=norm_first)
     assert model.encoder.norm is None and model.decoder.norm is None
     src, tgt = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 3, 8))
@@ -115,7 +115,7 @@ def test_paper_model_to_torch_has_no_final_norms(norm_first, rng):
     assert max_abs(out, expected) < TOL64
     # and back: the same weights
     back = TransformerParams.from_torch(model, embedding=p.embedding)
-    assert back.encoder_norm_gamma is None
+    assert back.encoder_norm is None
     np.testing.assert_array_equal(back.decoder_layers[1].cross_attn.W_V,
                                   p.decoder_layers[1].cross_attn.W_V)
     np.testing.assert_array_equal(back.embedding, p.embedding)

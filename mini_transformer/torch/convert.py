@@ -85,7 +85,7 @@ def transformer_from_torch(model, embedding=None) -> dict:
               if getattr(model, name).norm is not None]
     norms = [getattr(model, name).norm for name in stacks]
     for name, (gamma, beta) in zip(stacks, _gamma_beta(norms)):
-        named |= {f"{name}_norm_gamma": gamma, f"{name}_norm_beta": beta}
+        named |= {f"{name}_norm.gamma": gamma, f"{name}_norm.beta": beta}
     if norms:
         named["eps"] = norms[0].eps
     named["norm_first"] = bool(model.encoder.layers[0].norm_first
@@ -123,10 +123,10 @@ def _gamma_beta(norms):
 
 
 def _norms_from_torch(*norms) -> dict:
-    """{"norm1_gamma": ..., "norm1_beta": ..., ..., "eps": ...} of a layer's norms."""
+    """{"norm1.gamma": ..., "norm1.beta": ..., ..., "eps": ...} of a layer's norms."""
     named = {"eps": norms[0].eps}
     for i, (gamma, beta) in enumerate(_gamma_beta(norms), 1):
-        named |= {f"norm{i}_gamma": gamma, f"norm{i}_beta": beta}
+        named |= {f"norm{i}.gamma": gamma, f"norm{i}.beta": beta}
     return named
 
 
@@ -196,6 +196,10 @@ def encoder_layer_to_torch(p, *, norm_first: bool = False, dtype=None, device=No
 def decoder_layer_to_torch(p, *, norm_first: bool = False, dtype=None, device=None):
     """A ``torch.nn.TransformerDecoderLayer`` (batch_first, ReLU, no dropout) with
     the weights of the ``DecoderLayerParams`` p."""
+    if p.cross_attn is None:
+        raise ValueError("a decoder-only layer (no cross_attn) has no "
+                         "torch.nn.TransformerDecoderLayer: its block is a "
+                         "torch.nn.TransformerEncoderLayer under a causal mask")
     dtype = dtype or torch.float64
     layer = torch.nn.TransformerDecoderLayer(
         p.d_model,
@@ -246,14 +250,13 @@ def transformer_to_torch(p, *, norm_first: bool = False, dtype=None, device=None
         encoder_layer_to_torch(q, **kw) for q in p.encoder_layers)
     model.decoder.layers = torch.nn.ModuleList(
         decoder_layer_to_torch(q, **kw) for q in p.decoder_layers)
-    for stack, gamma, beta in (
-            (model.encoder, p.encoder_norm_gamma, p.encoder_norm_beta),
-            (model.decoder, p.decoder_norm_gamma, p.decoder_norm_beta)):
-        if gamma is None:
+    for stack, norm in ((model.encoder, p.encoder_norm),
+                        (model.decoder, p.decoder_norm)):
+        if norm is None:
             stack.norm = None
         else:
-            _put(stack.norm.weight, gamma)
-            _put(stack.norm.bias, beta)
+            _put(stack.norm.weight, norm.gamma)
+            _put(stack.norm.bias, norm.beta)
     return model.eval()
 
 
@@ -271,7 +274,7 @@ def _put_ffn_and_norms(layer, p, n_norms):
         (layer.linear2.bias, p.ffn.b_2),
     ):
         _put(param, a)
-    for i in range(1, n_norms + 1):
-        norm = getattr(layer, f"norm{i}")
-        _put(norm.weight, getattr(p, f"norm{i}_gamma"))
-        _put(norm.bias, getattr(p, f"norm{i}_beta"))
+    for torch_norm, norm in zip((layer.norm1, layer.norm2, getattr(layer, "norm3", None)),
+                                (p.norm1, p.norm2, getattr(p, "norm3", None))[:n_norms]):
+        _put(torch_norm.weight, norm.gamma)
+        _put(torch_norm.bias, norm.beta)

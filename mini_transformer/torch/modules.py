@@ -27,7 +27,7 @@ from ..decoding import greedy_decode
 from ..encoder import encoder_layer
 from ..multihead import multi_head_attention
 from ..params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
-                      MultiHeadParams, TransformerParams)
+                      LayerNormParams, MultiHeadParams, TransformerParams)
 from ..transformer import encoder_decoder, transformer
 
 
@@ -68,8 +68,9 @@ def _arrays(module, params, names, device, dtype):
             name, None if value is None else _parameter(value, device, dtype))
 
 
-_NORMS = ("norm1_gamma", "norm1_beta", "norm2_gamma", "norm2_beta",
-          "norm3_gamma", "norm3_beta")
+def _norm(params, device, dtype):
+    """A ``LayerNorm`` module holding ``params`` (a ``LayerNormParams``), or None."""
+    return None if params is None else LayerNorm(params, device=device, dtype=dtype)
 
 
 class MultiHeadAttention(nn.Module):
@@ -126,14 +127,29 @@ class FeedForward(nn.Module):
         return FeedForwardParams(**{name: getattr(self, name) for name in self._names})
 
 
+class LayerNorm(nn.Module):
+    """One LayerNorm's γ and β (``LayerNormParams``: gamma, beta)."""
+
+    _names = ("gamma", "beta")
+
+    def __init__(self, params: LayerNormParams, *, device=None, dtype=None):
+        super().__init__()
+        _arrays(self, params, self._names, device, dtype or torch.get_default_dtype())
+
+    @property
+    def params(self) -> LayerNormParams:
+        return LayerNormParams(self.gamma, self.beta)
+
+
 class _Layer(nn.Module):
     """What the encoder and decoder layers share: the attentions and the
-    feed-forward as submodules, the LayerNorms' γ and β as parameters, all under
+    feed-forward and the LayerNorms as submodules, all under
     the params container's names; built from ``params``, or from random weights
     (``seed``) of the given sizes."""
 
     _Params: type                # EncoderLayerParams or DecoderLayerParams
     _attentions: tuple           # the names of its attentions
+    _norms: tuple                # the names of its LayerNorms
 
     def __init__(self, d_model: int | None = None, n_heads: int | None = None,
                  d_ff: int | None = None, *, params=None, norm_first: bool = False,
@@ -146,14 +162,14 @@ class _Layer(nn.Module):
         if eps is not None:
             params = dataclasses.replace(params, eps=eps)
         dtype = dtype or torch.get_default_dtype()
-        for name in self._attentions:
-            setattr(self, name, MultiHeadAttention(params=getattr(params, name),
-                                                   fused=fused, device=device,
-                                                   dtype=dtype))
+        for name in self._attentions:   # None: a decoder-only layer's cross_attn
+            p = getattr(params, name)
+            setattr(self, name, None if p is None else MultiHeadAttention(
+                params=p, fused=fused, device=device, dtype=dtype))
         self.ffn = FeedForward(params.ffn, device=device, dtype=dtype)
-        norms = [n for n in _NORMS if hasattr(params, n)]
-        _arrays(self, params, norms, device, dtype)
-        self._norms, self.norm_first, self.eps = norms, norm_first, params.eps
+        for name in self._norms:
+            setattr(self, name, _norm(getattr(params, name), device, dtype))
+        self.norm_first, self.eps = norm_first, params.eps
 
     @classmethod
     def from_params(cls, params, **kwargs):
@@ -171,10 +187,14 @@ class _Layer(nn.Module):
 
     @property
     def params(self):
-        return self._Params(
-            **{name: getattr(self, name).params for name in self._attentions},
-            ffn=self.ffn.params, **{name: getattr(self, name) for name in self._norms},
-            eps=self.eps)
+        def params(name):
+            module = getattr(self, name)
+            return None if module is None else module.params
+
+        return self._Params(**{name: params(name) for name in self._attentions},
+                            ffn=self.ffn.params,
+                            **{name: params(name) for name in self._norms},
+                            eps=self.eps)
 
     @property
     def _attention(self):
@@ -184,7 +204,7 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """One encoder layer (post-LN by default, pre-LN with ``norm_first=True``)."""
 
-    _Params, _attentions = EncoderLayerParams, ("attn",)
+    _Params, _attentions, _norms = EncoderLayerParams, ("attn",), ("norm1", "norm2")
 
     def forward(self, x, mask=None):
         return encoder_layer(x, self.params, mask, norm_first=self.norm_first,
@@ -198,6 +218,7 @@ class DecoderLayer(_Layer):
     """
 
     _Params, _attentions = DecoderLayerParams, ("self_attn", "cross_attn")
+    _norms = ("norm1", "norm2", "norm3")
 
     def forward(self, y, memory, self_mask=None, memory_mask=None, cache=None):
         return decoder_layer(y, memory, self.params, self_mask, memory_mask,
@@ -251,8 +272,6 @@ class Transformer(nn.Module):
     as the functions of the same names. norm_first None: as the params say.
     """
 
-    _norms = ("encoder_norm_gamma", "encoder_norm_beta",
-              "decoder_norm_gamma", "decoder_norm_beta")
 
     def __init__(self, vocab_size: int | None = None, d_model: int | None = None,
                  n_heads: int | None = None, d_ff: int | None = None,
@@ -272,7 +291,9 @@ class Transformer(nn.Module):
             EncoderLayer(params=p, **kw) for p in params.encoder_layers)
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(params=p, **kw) for p in params.decoder_layers)
-        _arrays(self, params, ("embedding", *self._norms), device, dtype)
+        _arrays(self, params, ("embedding",), device, dtype)
+        self.encoder_norm = _norm(params.encoder_norm, device, dtype)
+        self.decoder_norm = _norm(params.decoder_norm, device, dtype)
         self.norm_first, self.fused, self.eps = params.norm_first, fused, params.eps
 
     @classmethod
@@ -296,7 +317,9 @@ class Transformer(nn.Module):
             embedding=self.embedding,
             encoder_layers=tuple(layer.params for layer in self.encoder_layers),
             decoder_layers=tuple(layer.params for layer in self.decoder_layers),
-            **{name: getattr(self, name) for name in self._norms}, eps=self.eps,
+            encoder_norm=None if self.encoder_norm is None else self.encoder_norm.params,
+            decoder_norm=None if self.decoder_norm is None else self.decoder_norm.params,
+            eps=self.eps,
             norm_first=self.norm_first,
         )
 
