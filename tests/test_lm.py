@@ -40,18 +40,18 @@ def torch_lm(w, tokens):
     for li in layers:
         def g(name):
             return w[f"decoder_layers.{li}.{name}"]
-        h = F.layer_norm(x, (d,), g("norm1_gamma"), g("norm1_beta"), 1e-5)
-        q = torch.einsum("bnd,hdk->bhnk", h, g("self_attn.W_Q")) + g("self_attn.b_Q")[:, None]
-        k = torch.einsum("bnd,hdk->bhnk", h, g("self_attn.W_K")) + g("self_attn.b_K")[:, None]
-        v = torch.einsum("bnd,hdk->bhnk", h, g("self_attn.W_V")) + g("self_attn.b_V")[:, None]
-        s = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~causal,
-                                                                          -math.inf)
+        h = F.layer_norm(x, (d,), g("norm1.gamma"), g("norm1.beta"), 1e-5)
+        q, k, v = (torch.einsum("bnd,hdk->bhnk", h, g(f"self_attn.W_{m}"))
+                   + g(f"self_attn.b_{m}")[:, None] for m in "QKV")
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(~causal, -math.inf)
         heads = torch.softmax(s, -1) @ v                       # (b, h, n, d_v)
         concat = heads.transpose(1, 2).reshape(*heads.shape[:1], n, -1)
         x = x + concat @ g("self_attn.W_O") + g("self_attn.b_O")
-        h = F.layer_norm(x, (d,), g("norm2_gamma"), g("norm2_beta"), 1e-5)
-        x = x + torch.relu(h @ g("ffn.W_1") + g("ffn.b_1")) @ g("ffn.W_2") + g("ffn.b_2")
-    h = F.layer_norm(x, (d,), w["decoder_norm_gamma"], w["decoder_norm_beta"], 1e-5)
+        h = F.layer_norm(x, (d,), g("norm2.gamma"), g("norm2.beta"), 1e-5)
+        hidden = torch.relu(h @ g("ffn.W_1") + g("ffn.b_1"))
+        x = x + hidden @ g("ffn.W_2") + g("ffn.b_2")
+    h = F.layer_norm(x, (d,), w["decoder_norm.gamma"], w["decoder_norm.beta"], 1e-5)
     return h @ E.T
 
 
@@ -59,7 +59,8 @@ def test_the_params_have_no_cross_attention_and_a_final_norm():
     p = small()
     assert p.encoder_layers == () and p.norm_first
     assert all(layer.cross_attn is None for layer in p.decoder_layers)
-    assert p.decoder_norm_gamma.shape == (8,)
+    assert p.decoder_norm.gamma.shape == (8,)
+    assert all(layer.norm3 is None for layer in p.decoder_layers)
 
 
 def test_logits_loss_and_gradients_equal_torch_autograd():
@@ -68,7 +69,8 @@ def test_logits_loss_and_gradients_equal_torch_autograd():
     w = {k: torch.tensor(a, requires_grad=True) for k, a in named_leaves(p).items()}
     logits = torch_lm(w, torch.tensor(tokens[:, :-1]))
     assert max_abs(mt.language_model(tokens[:, :-1], p), logits) < TOL64
-    loss_ref = F.cross_entropy(logits.reshape(-1, 13), torch.tensor(tokens[:, 1:]).reshape(-1))
+    loss_ref = F.cross_entropy(logits.reshape(-1, 13),
+                               torch.tensor(tokens[:, 1:]).reshape(-1))
     loss_ref.backward()
     loss, grads = mt.lm_loss_and_grads(p, tokens)
     assert abs(float(loss) - loss_ref.item()) < TOL64

@@ -35,7 +35,8 @@ def test_training_writes_the_weights_and_the_log(tiny):
 
 def test_sample_prints_the_prompt_and_what_generate_draws(tiny, capsys):
     assert cli.main(["sample", "The if", "--length", "12", "--seed", "3",
-                     "--temperature", "0.9", "--top-k", "20", "--model", str(tiny)]) == 0
+                     "--temperature", "0.9", "--top-k", "20",
+                     "--model", str(tiny)]) == 0
     out = capsys.readouterr().out
     tokens, _ = mt.generate(load_model(tiny), data.encode("The if"), 12,
                             temperature=0.9, top_k=20, rng=np.random.default_rng(3))

@@ -31,12 +31,11 @@ def split_topics(topics: dict, seed: int = SEED, share: float = SHARE) -> dict:
     names = sorted(topics)
     order = [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
     total = sum(len(topics[n]) for n in names)
-    split, held, size = {"test": [], "dev": [], "train": []}, ("test", "dev"), 0
+    split, held = {"test": [], "dev": [], "train": []}, ("test", "dev")
     for name in order:
         part = next((s for s in held if sum(len(topics[n]) for n in split[s])
                      < share * total), "train")
         split[part].append(name)
-        size += len(topics[name])
     return split
 
 
@@ -56,7 +55,8 @@ def write_corpus(out_dir=CORPUS_DIR, seed: int = SEED) -> dict:
     out_dir = Path(out_dir)
     split = split_topics(topics, seed)
     for name in SPLITS:
-        (out_dir / f"{name}.txt").write_text(join(topics, split[name]), encoding="utf-8")
+        (out_dir / f"{name}.txt").write_text(join(topics, split[name]),
+                                             encoding="utf-8")
     info = {"python": sys.version.split()[0], "seed": seed, "share": SHARE,
             "topics": split}
     (out_dir / "split.json").write_text(json.dumps(info, indent=1) + "\n")

@@ -71,7 +71,8 @@ def learning_rate(step: int, s: Settings) -> float:
 
 
 def windows(tokens, starts, context):
-    """The windows tokens[i : i + context + 1] for each i in starts, (len, context+1)."""
+    """The windows tokens[i : i + context + 1] for each i in starts,
+    (len(starts), context + 1)."""
     return np.stack([tokens[i:i + context + 1] for i in starts])
 
 
