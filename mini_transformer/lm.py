@@ -111,42 +111,57 @@ def _rows(a):
 
 
 def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None,
-             top_p=None, rng=None, cache=True):
+             top_p=None, rng=None, cache=True, context=None):
     """Continue ``prompt`` (token ids, (n,)) by ``max_new_tokens`` tokens, each drawn
     from ``sampling_distribution(logits, temperature, top_k, top_p)`` with ``rng``
     (a ``numpy.random.Generator``; temperature 0 needs none).
 
+    context: None, or the longest window the model reads (the length it was trained
+    on): the model reads the last ``context`` tokens of the prompt, and when the
+    window is full, its last ``context // 2`` tokens start a new one, at position 0.
     cache=True keeps each layer's keys and values (``KVCache``) so that a step
-    computes only the newest position; cache=False runs the whole sequence again at
-    every step. Both give the same tokens.
+    computes only the newest position (a new window starts a new cache);
+    cache=False runs the whole window again at every step. Both give the same
+    tokens.
     Returns (tokens (n + max_new_tokens,) NumPy int64, logits (max_new_tokens,
     vocab_size), the scores each new token was drawn from).
     """
     tokens = [int(t) for t in np.asarray(prompt).reshape(-1)]
     if not tokens:
         raise ValueError("prompt must hold at least one token")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
-            or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an integer >= 0, got "
-                         f"{max_new_tokens!r}")
+    for name, n, low in (("max_new_tokens", max_new_tokens, 0), ("context", context, 2)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < low):
+            raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
     sampling_distribution(np.zeros(1), temperature, top_k, top_p)  # settings checked
     if rng is None and temperature != 0 and max_new_tokens:
         raise ValueError("sampling needs rng (a numpy.random.Generator); "
                          "temperature=0 is greedy and needs none")
     xp = array_namespace(params.embedding)
-    ids = lambda t: xp.asarray(t, device=device(params.embedding))  # noqa: E731
-    caches = [KVCache() for _ in params.decoder_layers] if cache else None
+
+    def ids(t):
+        return xp.asarray(t, device=device(params.embedding))
+
+    def restart(first):             # the window tokens[first:], from position 0
+        caches = [KVCache() for _ in params.decoder_layers] if cache else None
+        return first, caches, language_model(ids(tokens[first:]), params, caches)[-1]
+
+    first, caches, logits = restart(0 if context is None else
+                                    max(0, len(tokens) - context))
     out_logits = []
-    logits = language_model(ids(tokens), params, caches)[-1]
     for step in range(max_new_tokens):
         out_logits.append(logits)
         probs = sampling_distribution(logits, temperature, top_k, top_p)
         tokens.append(int(draw(probs, rng) if temperature != 0 else
                           xp.argmax(probs)))
-        if step + 1 < max_new_tokens:
-            logits = (language_model(ids(tokens[-1:]), params, caches,
-                                     start=len(tokens) - 1)[-1] if cache else
-                      language_model(ids(tokens), params)[-1])
+        if step + 1 == max_new_tokens:
+            break
+        if context is not None and len(tokens) - first > context:
+            first, caches, logits = restart(len(tokens) - context // 2)
+        elif cache:   # only the newest token, at its position in the window
+            logits = language_model(ids(tokens[-1:]), params, caches,
+                                    start=len(tokens) - 1 - first)[-1]
+        else:
+            logits = language_model(ids(tokens[first:]), params)[-1]
     stacked = xp.stack(out_logits) if out_logits else \
         xp.zeros((0, params.embedding.shape[0]), dtype=params.embedding.dtype)
     return np.asarray(tokens, dtype=np.int64), stacked

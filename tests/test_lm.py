@@ -121,6 +121,7 @@ def test_generate_on_torch_tensors_equals_numpy():
 @pytest.mark.parametrize("args, kw, words", [
     (([], 3), {"temperature": 0}, "prompt must hold at least one token"),
     (([1], -1), {"temperature": 0}, "max_new_tokens must be an integer >= 0"),
+    (([1], 2), {"temperature": 0, "context": 1}, "context must be an integer >= 2"),
     (([1], 3), {}, "sampling needs rng"),
     (([1], 3), {"top_p": 2.0, "rng": np.random.default_rng(0)}, "top_p"),
     (([99], 3), {"temperature": 0}, "tokens must lie in [0, vocab_size=13)"),
@@ -129,3 +130,22 @@ def test_generate_refuses_bad_arguments(args, kw, words):
     with pytest.raises(ValueError) as e:
         mt.generate(small(), *args, **kw)
     assert words in str(e.value)
+
+
+@pytest.mark.parametrize("context", [4, 5, 8])
+def test_a_window_gives_the_same_tokens_with_and_without_the_cache(context):
+    p = small(seed=8)
+    kw = dict(temperature=0.9, top_p=0.95, context=context)
+    t1, l1 = mt.generate(p, [3, 1, 4, 1, 5, 9], 15, rng=np.random.default_rng(2), **kw)
+    t2, l2 = mt.generate(p, [3, 1, 4, 1, 5, 9], 15, rng=np.random.default_rng(2),
+                         cache=False, **kw)
+    assert t1.tolist() == t2.tolist() and max_abs(l1, l2) < 1e-12
+    # the window rule, replayed: the last `context` tokens of the prompt, then a new
+    # window of context // 2 tokens whenever one is full
+    first, n = max(0, 6 - context), 6
+    for step in range(15):
+        window = t1[first:n]
+        assert max_abs(l1[step], mt.language_model(window, p)[-1]) < 1e-12
+        n += 1
+        if n - first > context:
+            first = n - context // 2

@@ -39,7 +39,8 @@ def test_sample_prints_the_prompt_and_what_generate_draws(tiny, capsys):
                      "--model", str(tiny)]) == 0
     out = capsys.readouterr().out
     tokens, _ = mt.generate(load_model(tiny), data.encode("The if"), 12,
-                            temperature=0.9, top_k=20, rng=np.random.default_rng(3))
+                            temperature=0.9, top_k=20, rng=np.random.default_rng(3),
+                            context=8)
     assert out == data.decode(tokens) + "\n"
 
 
@@ -94,3 +95,42 @@ def test_the_shipped_split_follows_its_rule():
 def test_bytes_round_trip():
     text = data.load_text("test")
     assert data.decode(data.encode(text)) == text
+
+
+# --- the count-based baselines ---------------------------------------------------------
+
+TRAIN = "\n\nthe cat sat on the mat; the hat is flat.\n"
+
+
+def test_add_k_bpc_equals_counting_in_plain_python():
+    from collections import Counter
+
+    from mini_transformer.pydoc_lm import baselines
+
+    text = "\n\nthe rat ate.\n"
+    for n, k in ((1, 0.5), (2, 0.1), (3, 0.01)):
+        b = TRAIN.encode()
+        grams = Counter(b[i:i + n] for i in range(len(b) - n + 1))
+        hists = Counter(b[i:i + n - 1] for i in range(len(b) - n + 1))
+        t = text.encode()
+        bits = 0.0
+        for j in range(2, len(t)):
+            h = t[j - n + 1:j]
+            total = hists[h] if n > 1 else len(b)
+            bits -= np.log2((grams[h + t[j:j + 1]] + k) / (total + 256 * k))
+        assert abs(baselines.add_k_bpc(TRAIN, text, n, k) - bits / (len(text) - 2)) \
+            < 1e-12
+
+
+def test_kneser_ney_is_a_distribution_for_every_history():
+    from mini_transformer.pydoc_lm import baselines
+
+    train = data.encode(TRAIN)
+    for a, b in ("th", "at", "zq", "xt", "\n\n"):    # seen, seen, unseen, new a, start
+        history = (ord(a) * 256 + ord(b)) * 256
+        p = baselines.kneser_ney_probs(train, history + np.arange(256), 0.7)
+        assert abs(p.sum() - 1) < 1e-12 and (p > 0).all()
+    # a seen trigram keeps most of its count: C(t h e) = 3 of C(t h) = 3
+    p_the = baselines.kneser_ney_probs(train, np.array([(116 * 256 + 104) * 256 + 101]),
+                                       0.7)
+    assert p_the[0] > (3 - 0.7) / 3

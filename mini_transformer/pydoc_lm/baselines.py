@@ -15,8 +15,6 @@ development text.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import data
@@ -72,37 +70,33 @@ def add_k_bpc(train_text: str, text: str, n: int, k: float) -> float:
 def kneser_ney_bpc(train_text: str, text: str, d: float) -> float:
     """Bits per character of ``text`` under the interpolated Kneser–Ney trigram
     model of ``train_text``, with one discount ``d`` for every order."""
-    train = data.encode(train_text)
-    tri = count(ngram_keys(train, 3))                      # C(a b c)
-    bi_types = np.unique(tri[0] % V ** 2)                  # each (b c) once per a ...
-    bi_cont = count(tri[0] % V ** 2)                       # N(• b c)
-    uni_cont = count(bi_cont[0] % V)                       # N(• c), over bigram types
     grams, _ = targets(text, 3)
-    ab, bc, b, c = grams // V, grams % V ** 2, (grams // V) % V, grams % V
+    p = kneser_ney_probs(data.encode(train_text), grams, d)
+    return float(-np.log2(p).sum() / (len(text) - len(data.SEPARATOR)))
 
+
+def kneser_ney_probs(train, grams, d: float):
+    """P(c | a b) of the trigrams ``grams`` (keys, ``ngram_keys``) under the
+    interpolated Kneser–Ney model of the training tokens ``train``."""
+    tri = count(ngram_keys(train, 3))                      # C(a b c)
+    bi_cont = count(tri[0] % V ** 2)                       # N(• b c), over trigram types
+    uni_cont = count(bi_cont[0] % V)                       # N(• c), over bigram types
+    ab, bc, b, c = grams // V, grams % V ** 2, (grams // V) % V, grams % V
     # P₁(c): continuation counts N(• c), interpolated with the uniform 1 / V
-    n_uni = len(bi_types)
+    n_bigram_types = len(bi_cont[0])
     p1 = (np.maximum(lookup(uni_cont, c) - d, 0)
-          + d * len(uni_cont[0]) / V) / n_uni
-    # P₂(c | b) from N(• b c); N(• b •) = Σ_c N(• b c); T₂(b) = #{c: N(• b c) > 0}
-    n_b = count(bi_cont[0] // V)                           # keys b, T₂(b)
-    sum_b = np.zeros(V, dtype=np.int64)
-    np.add.at(sum_b, bi_cont[0] // V, bi_cont[1])
-    tot_b, types_b = sum_b[b], lookup(n_b, b)
-    p2 = np.where(tot_b > 0,
-                  (np.maximum(lookup(bi_cont, bc) - d, 0) + d * types_b * p1)
-                  / np.maximum(tot_b, 1), p1)
-    # P(c | a b) from C(a b c); C(a b) = Σ_c C(a b c); T(a b) = #{c: C(a b c) > 0}
-    hist = count(tri[0] // V)                              # keys ab, T(a b)
-    c_ab = np.zeros(0)
-    order = np.argsort(tri[0] // V, kind="stable")
-    sums = np.add.reduceat(tri[1][order], np.r_[0, np.flatnonzero(
-        np.diff((tri[0] // V)[order])) + 1]) if len(order) else c_ab
-    tot_ab = lookup((hist[0], sums), ab)
-    p3 = np.where(tot_ab > 0,
-                  (np.maximum(lookup(tri, grams) - d, 0) + d * lookup(hist, ab) * p2)
-                  / np.maximum(tot_ab, 1), p2)
-    return float(-np.log2(p3).sum() / (len(text) - len(data.SEPARATOR)))
+          + d * len(uni_cont[0]) / V) / n_bigram_types
+    # P₂(c | b) from N(• b c): N(• b •) = Σ_c N(• b c), T₂(b) = #{c: N(• b c) > 0}
+    n_b = np.bincount(bi_cont[0] // V, weights=bi_cont[1], minlength=V)[b]
+    t_b = np.bincount(bi_cont[0] // V, minlength=V)[b]
+    p2 = np.where(n_b > 0, (np.maximum(lookup(bi_cont, bc) - d, 0) + d * t_b * p1)
+                  / np.maximum(n_b, 1), p1)
+    # P(c | a b) from C(a b c): C(a b) = Σ_c C(a b c), T(a b) = #{c: C(a b c) > 0}
+    hist, first = np.unique(tri[0] // V, return_index=True)
+    c_ab = lookup((hist, np.add.reduceat(tri[1], first)), ab)
+    t_ab = lookup((hist, np.diff(np.r_[first, len(tri[0])])), ab)
+    return np.where(c_ab > 0, (np.maximum(lookup(tri, grams) - d, 0) + d * t_ab * p2)
+                    / np.maximum(c_ab, 1), p2)
 
 
 def tune(score, grid):
@@ -129,11 +123,3 @@ def baselines(train_text: str, dev_text: str, test_text: str) -> dict:
                                  "test_bpc": kneser_ney_bpc(train_text, test_text, d)}
     return out
 
-
-def entropy_bits(p) -> float:
-    """−Σ p log₂ p of a distribution."""
-    p = np.asarray(p, dtype=np.float64)
-    return float(-(p[p > 0] * np.log2(p[p > 0])).sum())
-
-
-_ = math

@@ -138,15 +138,15 @@ def _sample(args):
     params = load_model(args.model)
     tokens, _ = generate(params, data.encode(args.prompt), args.length,
                          temperature=args.temperature, top_k=args.top_k,
-                         top_p=args.top_p, rng=np.random.default_rng(args.seed))
+                         top_p=args.top_p, rng=np.random.default_rng(args.seed),
+                         context=_context(args.model))
     sys.stdout.write(data.decode(tokens) + "\n")
     return 0
 
 
 def _score(args):
     params = load_model(args.model)
-    context = params.decoder_layers and _context(args.model)
-    bpc = bits_per_character(params, data.load_text(args.split), context)
+    bpc = bits_per_character(params, data.load_text(args.split), _context(args.model))
     print(f"{args.split}: {bpc:.4f} bits per character")
     return 0
 
