@@ -34,7 +34,7 @@ from common import cpu_model, load_average  # noqa: E402
 
 import mini_transformer as mt  # noqa: E402
 from mini_transformer.pydoc_lm import baselines, data, load_model  # noqa: E402
-from mini_transformer.pydoc_lm.cli import _context  # noqa: E402
+from mini_transformer.pydoc_lm.files import trained_context  # noqa: E402
 from mini_transformer.pydoc_lm.score import bits_per_character  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "lm_baselines.json"
@@ -81,7 +81,7 @@ def main(argv=None):
                             for kk, vv in v.items()}
                         for k, v in baselines.baselines(train, dev, test).items()}
     out["baselines_cpu_s"] = round(time.process_time() - start, 2)
-    params, context = load_model(), _context(None)
+    params, context = load_model(), trained_context()
     out["model"] = {"dev_bpc": round(bits_per_character(params, dev, context), 4),
                     "test_bpc": round(bits_per_character(params, test, context), 4),
                     "parameters": mt.count_parameters(params), "context": context}

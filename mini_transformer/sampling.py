@@ -37,7 +37,7 @@ def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     xp = _checks.namespace(logits, names=("logits",))
     _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
     vocab = _checks.axis_length(logits, -1, "logits")
-    temperature, top_k, top_p = _check_settings(temperature, top_k, top_p)
+    temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
     if bool(xp.any(xp.isnan(logits))):
         raise ValueError("logits hold NaN: no distribution to sample from")
     if bool(xp.any(xp.all(logits == -xp.inf, axis=-1))):
@@ -82,7 +82,7 @@ def _one_hot(ids, vocab, like):
     return xp.astype(ids[..., None] == classes, like.dtype)
 
 
-def _check_settings(temperature, top_k, top_p):
+def check_settings(temperature, top_k, top_p):
     """(τ, k, p) checked: τ a real number >= 0, k an integer >= 1 or None, p in (0, 1]
     or None; a clear error naming the argument otherwise."""
     try:

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ..lm import generate
-from ..sampling import _check_settings
+from ..sampling import check_settings as check_sampling
 from . import data
-from .files import MODEL, load_model
+from .files import MODEL, load_model, trained_context
 from .score import bits_per_character
 from .train import Settings, check_settings, train
 
@@ -130,7 +130,7 @@ def _usage(command, error):
 
 def _sample(args):
     try:
-        _check_settings(args.temperature, args.top_k, args.top_p)
+        check_sampling(args.temperature, args.top_k, args.top_p)
         if not args.prompt:
             raise ValueError("PROMPT must hold at least one character")
     except ValueError as e:
@@ -139,30 +139,17 @@ def _sample(args):
     tokens, _ = generate(params, data.encode(args.prompt), args.length,
                          temperature=args.temperature, top_k=args.top_k,
                          top_p=args.top_p, rng=np.random.default_rng(args.seed),
-                         context=_context(args.model))
+                         context=trained_context(args.model))
     sys.stdout.write(data.decode(tokens) + "\n")
     return 0
 
 
 def _score(args):
     params = load_model(args.model)
-    bpc = bits_per_character(params, data.load_text(args.split), _context(args.model))
+    bpc = bits_per_character(params, data.load_text(args.split),
+                             trained_context(args.model))
     print(f"{args.split}: {bpc:.4f} bits per character")
     return 0
-
-
-def _context(model):
-    """The context length the model was trained with (its log), default 128."""
-    import json
-
-    from .files import LOG, MODEL_DIR
-
-    folder = MODEL_DIR if model is None else Path(model)
-    folder = folder if folder.is_dir() else folder.parent
-    try:
-        return int(json.loads((folder / LOG).read_text())["settings"]["context"])
-    except (OSError, KeyError, ValueError):
-        return Settings().context
 
 
 def _train(args):

@@ -3,6 +3,7 @@ writing them with the package's checkpoints."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..params import TransformerParams
@@ -31,3 +32,15 @@ def load_model(path=None) -> TransformerParams:
         raise ValueError(f"{model} is not a language model (it has "
                          f"{len(params.encoder_layers)} encoder layers)")
     return params
+
+
+def trained_context(path=None) -> int:
+    """The context length the model at ``path`` (default: the shipped one) was
+    trained with, read from the log beside it."""
+    folder = MODEL_DIR if path is None else Path(path)
+    folder = folder if folder.is_dir() else folder.parent
+    try:
+        return int(json.loads((folder / LOG).read_text())["settings"]["context"])
+    except (OSError, KeyError, TypeError, ValueError):
+        raise ValueError(f"{folder / LOG}: no training log, or no context in it (the "
+                         f"model's log is read from beside it)") from None
