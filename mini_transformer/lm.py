@@ -129,7 +129,8 @@ def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None
     tokens = [int(t) for t in np.asarray(prompt).reshape(-1)]
     if not tokens:
         raise ValueError("prompt must hold at least one token")
-    for name, n, low in (("max_new_tokens", max_new_tokens, 0), ("context", context, 2)):
+    for name, n, low in (("max_new_tokens", max_new_tokens, 0),
+                         ("context", context, 2)):
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < low):
             raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
     sampling_distribution(np.zeros(1), temperature, top_k, top_p)  # settings checked

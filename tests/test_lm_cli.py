@@ -84,6 +84,8 @@ def test_the_shipped_split_follows_its_rule():
         assert data.split_topics(topics, info["seed"]) == info["topics"]
     shipped = {s: data.load_text(s) for s in data.SPLITS}
     assert all(t.startswith(data.SEPARATOR) for t in shipped.values())
+    for s in data.SPLITS:
+        assert "".join(data.SEPARATOR + t for t in data.pages(s).values()) == shipped[s]
     names = [set(v) for v in info["topics"].values()]
     assert not (names[0] & names[1] or names[0] & names[2] or names[1] & names[2])
     total = sum(len(t) for t in shipped.values())

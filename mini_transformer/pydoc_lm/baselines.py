@@ -79,7 +79,7 @@ def kneser_ney_probs(train, grams, d: float):
     """P(c | a b) of the trigrams ``grams`` (keys, ``ngram_keys``) under the
     interpolated Kneser–Ney model of the training tokens ``train``."""
     tri = count(ngram_keys(train, 3))                      # C(a b c)
-    bi_cont = count(tri[0] % V ** 2)                       # N(• b c), over trigram types
+    bi_cont = count(tri[0] % V ** 2)                  # N(• b c), over trigram types
     uni_cont = count(bi_cont[0] % V)                       # N(• c), over bigram types
     ab, bc, b, c = grams // V, grams % V ** 2, (grams // V) % V, grams % V
     # P₁(c): continuation counts N(• c), interpolated with the uniform 1 / V

@@ -58,9 +58,20 @@ def write_corpus(out_dir=CORPUS_DIR, seed: int = SEED) -> dict:
         (out_dir / f"{name}.txt").write_text(join(topics, split[name]),
                                              encoding="utf-8")
     info = {"python": sys.version.split()[0], "seed": seed, "share": SHARE,
-            "topics": split}
+            "topics": split, "chars": {n: len(topics[n]) for n in sorted(topics)}}
     (out_dir / "split.json").write_text(json.dumps(info, indent=1) + "\n")
     return split
+
+
+def pages(split: str) -> dict:
+    """{topic: its text} of one split, in the order of the split's text."""
+    info = json.loads((CORPUS_DIR / "split.json").read_text())
+    text, out, at = load_text(split), {}, 0
+    for name in info["topics"][split]:
+        at += len(SEPARATOR)
+        out[name] = text[at:at + info["chars"][name]]
+        at += info["chars"][name]
+    return out
 
 
 def load_text(split: str) -> str:
