@@ -42,6 +42,7 @@ import numpy as np
 import mini_transformer as mt
 from mini_transformer.tree import tree_leaves
 from mini_transformer.softmax import cpus
+from mini_transformer.torch.convert import to_torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (cpu_model, load_average, median_time, peak_traced_bytes,  # noqa: E402
@@ -79,7 +80,7 @@ def encoder_calls(d_model, heads, d_ff, batch, T, dtype, torch):
     x, g = (rng.standard_normal((batch, T, d_model)).astype(dtype) for _ in range(2))
     tp = p.map(lambda a: torch.tensor(a, requires_grad=True))
     tx, tg = torch.tensor(x, requires_grad=True), torch.tensor(g)
-    layer = p.to_torch(dtype=getattr(torch, np.dtype(dtype).name))
+    layer = to_torch(p, dtype=getattr(torch, np.dtype(dtype).name))
     for param in layer.parameters():
         param.requires_grad_(True)
 

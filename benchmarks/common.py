@@ -17,6 +17,7 @@ import numpy as np
 
 import mini_transformer as mt
 from mini_transformer.optim import learning_rate
+from mini_transformer.torch.convert import to_torch, transformer_from_torch
 
 
 def load_average():
@@ -84,7 +85,7 @@ class TorchNNTrainer:
         self.pad_id, self.smoothing, self.lr, self.warmup = (pad_id, label_smoothing,
                                                              lr, warmup)
         self.d_model = params.d_model
-        self.model = params.to_torch(dtype=torch.float32).train()
+        self.model = to_torch(params, dtype=torch.float32).train()
         for module in self.model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = p_drop
@@ -121,5 +122,5 @@ class TorchNNTrainer:
 
     def eval_params(self):
         """The weights now, as the package's float32 params."""
-        return mt.TransformerParams.from_torch(self.model, embedding=self.E).map(
+        return transformer_from_torch(self.model, embedding=self.E).map(
             lambda a: a.astype(np.float32))

@@ -23,6 +23,9 @@ equal to what the code computes, so a changed result fails a test until the pros
 
     python book/prose.py book/03_softmax.ipynb            # check
     python book/prose.py --sync book/03_softmax.ipynb     # rewrite, then check
+
+``sync`` also stores the notebook in the form JupyterLab saves it (``jupyterlab_form``), so
+that a reader who opens a chapter and only reads it is never asked to save it.
 """
 
 from __future__ import annotations
@@ -61,6 +64,27 @@ def format_value(text: str, fmt: str | None) -> str:
     elif kind in "eEfFgGn%":
         value = float(value)
     return format(value, fmt)
+
+
+# What JupyterLab sets in a notebook it opens: the kernel spec of the kernel a reader runs
+# (ipykernel's), and ``collapsed`` beside every ``jupyter.outputs_hidden`` (its model keeps
+# the two in step).
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def jupyterlab_form(nb: dict) -> list[str]:
+    """Bring ``nb`` to the form JupyterLab saves (in place); returns what it changed."""
+    changed = []
+    if nb["metadata"].get("kernelspec") != KERNELSPEC:
+        nb["metadata"]["kernelspec"] = dict(KERNELSPEC)
+        changed.append("kernelspec")
+    for i, cell in enumerate(nb["cells"]):
+        meta = cell.get("metadata", {})
+        hidden = meta.get("jupyter", {}).get("outputs_hidden")
+        if cell["cell_type"] == "code" and hidden is not None and meta.get("collapsed") != hidden:
+            meta["collapsed"] = hidden
+            changed.append(f"cell {i}: collapsed")
+    return changed
 
 
 def stored_values(nb: dict) -> dict[str, str]:
@@ -163,6 +187,7 @@ def check(path: str | Path, write: bool = False) -> list[str]:
         if write and new != text:
             cell["source"] = new.splitlines(keepends=True)
     if write:
+        jupyterlab_form(nb)
         text = json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False)
         path.write_text(text + "\n")
         return check(path)

@@ -28,6 +28,9 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   ``KVCache``.
 - ``transformer``: the whole model (§3), and its loss and gradients.
 - ``decoding``: greedy search and beam search with the length penalty (§6.1).
+- ``rmsnorm``, ``rotary``, ``swiglu``, ``grouped_query``: chapter 19's changes since
+  2017 (RMSNorm, rotary position embedding, SwiGLU, grouped-query attention), forward
+  and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
 - ``number_words``: the chapter-15 experiment (data, training, command line),
   outside the equations; ``numbers`` is an old name for two of its functions.
@@ -113,6 +116,25 @@ __all__ = [
     "corpus_bleu",
     "corpus_chrf",
     "exact_match",
+]
+
+# --- Chapter 19, what changed since 2017: RMSNorm, RoPE, SwiGLU, grouped queries.
+from .grouped_query import grouped_query_attention, grouped_query_attention_backward
+from .rmsnorm import rms_norm, rms_norm_backward
+from .rotary import rotary_angles, rotary_embedding, rotary_embedding_backward
+from .swiglu import silu, swiglu, swiglu_backward
+
+__all__ += [
+    "grouped_query_attention",
+    "grouped_query_attention_backward",
+    "rms_norm",
+    "rms_norm_backward",
+    "rotary_angles",
+    "rotary_embedding",
+    "rotary_embedding_backward",
+    "silu",
+    "swiglu",
+    "swiglu_backward",
 ]
 
 # --- language models: sampling and the decoder-only model (chapter 18) ---------------

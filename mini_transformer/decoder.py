@@ -98,8 +98,9 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
-        return dropout(multi_head_attention(h, p.self_attn, self_mask, attention=attention,
-                                            kv=kv, saved=s["self"])[0], m_self)
+        return dropout(multi_head_attention(h, p.self_attn, self_mask,
+                                            attention=attention, kv=kv,
+                                            saved=s["self"])[0], m_self)
 
     def cross_attn(h):
         kv = None if cache is None else cache.memory_kv(memory, p.cross_attn)

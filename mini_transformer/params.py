@@ -8,8 +8,8 @@ devices and dtypes::
 
 Each array has a name, its path (``"encoder_layers.0.attn.W_Q"``, ``tree.py``): the
 name it has in a checkpoint (``save`` / ``load``) and in a ``mini_transformer.torch``
-module's ``state_dict``. ``from_torch`` / ``to_torch`` move weights exactly to and
-from ``torch.nn`` through ``mini_transformer.torch.convert``, which only they import.
+module's ``state_dict``. ``mini_transformer.torch.convert`` (``from_torch``,
+``to_torch``) moves weights exactly to and from ``torch.nn``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .checkpoint import load_params, save_params
-from .tree import from_named, named_leaves, tree_map
+from .tree import named_leaves, tree_map
 
 
 class _Params:
@@ -101,20 +101,6 @@ class MultiHeadParams(_Params):
             b_Q=b(h, d_k), b_K=b(h, d_k), b_V=b(h, d_k), b_O=b(d_model),
         )
 
-    @classmethod
-    def from_torch(cls, mha) -> "MultiHeadParams":
-        """Weights of a ``torch.nn.MultiheadAttention`` as NumPy float64 arrays."""
-        from .torch import convert
-
-        return from_named(cls, convert.multi_head_from_torch(mha))
-
-    def to_torch(self, *, dtype=None, device=None):
-        """A torch.nn.MultiheadAttention (batch_first, no dropout) with these weights.
-        """
-        from .torch import convert
-
-        return convert.multi_head_to_torch(self, dtype=dtype, device=device)
-
 
 @dataclass(frozen=True)
 class FeedForwardParams(_Params):
@@ -193,20 +179,6 @@ class EncoderLayerParams(_Params):
             norm2=LayerNormParams.random(rng, d_model=d_model),
         )
 
-    @classmethod
-    def from_torch(cls, layer) -> "EncoderLayerParams":
-        """Weights of a ``torch.nn.TransformerEncoderLayer`` (ReLU) as NumPy float64."""
-        from .torch import convert
-
-        return from_named(cls, convert.encoder_layer_from_torch(layer))
-
-    def to_torch(self, *, norm_first: bool = False, dtype=None, device=None):
-        """A ``torch.nn.TransformerEncoderLayer`` (batch_first, ReLU, no dropout)."""
-        from .torch import convert
-
-        return convert.encoder_layer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                              device=device)
-
 
 @dataclass(frozen=True)
 class DecoderLayerParams(_Params):
@@ -242,20 +214,6 @@ class DecoderLayerParams(_Params):
                  for _ in range(3 if cross_attention else 2)]
         return cls(self_attn=self_attn, cross_attn=cross_attn, ffn=ffn, norm1=norms[0],
                    norm2=norms[1], norm3=norms[2] if cross_attention else None)
-
-    @classmethod
-    def from_torch(cls, layer) -> "DecoderLayerParams":
-        """Weights of a ``torch.nn.TransformerDecoderLayer`` (ReLU) as NumPy float64."""
-        from .torch import convert
-
-        return from_named(cls, convert.decoder_layer_from_torch(layer))
-
-    def to_torch(self, *, norm_first: bool = False, dtype=None, device=None):
-        """A ``torch.nn.TransformerDecoderLayer`` (batch_first, ReLU, no dropout)."""
-        from .torch import convert
-
-        return convert.decoder_layer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                              device=device)
 
 
 @dataclass(frozen=True)
@@ -325,34 +283,6 @@ class TransformerParams(_Params):
             decoder_layers=tuple(DecoderLayerParams.random(rng, **sizes)
                                  for _ in range(n_layers)),
         )
-
-    @classmethod
-    def from_torch(cls, model, embedding=None) -> "TransformerParams":
-        """Weights of a ``torch.nn.Transformer`` (its final norms and norm_first too) as
-        NumPy float64.
-
-        ``torch.nn.Transformer`` has no embedding: pass one as ``embedding`` (a
-        ``torch.nn.Embedding``, its weight, or an array (vocab_size, d_model)).
-        """
-        from .torch import convert
-
-        named = convert.transformer_from_torch(model, embedding)
-        return from_named(cls, {"embedding": None} | named)
-
-    def to_torch(self, *, norm_first: bool | None = None, dtype=None, device=None):
-        """A ``torch.nn.Transformer`` (batch_first, ReLU, no dropout) with these
-        weights, and final norms only where these params have them; pre-LN where
-        these params are (``norm_first`` None), or as ``norm_first`` says.
-
-        The embedding is not part of a ``torch.nn.Transformer``:
-        ``torch.nn.Embedding.from_pretrained(torch.as_tensor(params.embedding))``
-        makes one.
-        """
-        from .torch import convert
-
-        norm_first = self.norm_first if norm_first is None else norm_first
-        return convert.transformer_to_torch(self, norm_first=norm_first, dtype=dtype,
-                                            device=device)
 
 
 def _expected_shapes(p, d_model) -> dict:

@@ -164,7 +164,8 @@ def tied_embedding(params):
     if params.embedding is None:
         raise ValueError(
             "these params have no embedding (torch.nn.Transformer has none): "
-            "pass one to TransformerParams.from_torch(model, embedding=...)"
+            "pass one to mini_transformer.torch.convert.from_torch(model, "
+            "embedding=...)"
         )
     return params.embedding
 

@@ -74,8 +74,9 @@ def from_named(cls, values: dict):
     fields' annotations: a field annotated with a container class is built from the
     paths under it, ``tuple[C, ...]`` from ``<field>.0``, ``<field>.1``, ... as far
     as they go, ``C | None`` as C, or None when no path lies under it (an absent
-    final norm or cross-attention); a field absent from ``values`` takes its default. Fields with no default and no value raise one ValueError that
-    lists them all: ``missing ['encoder_layers.0.attn.b_V', ...]``."""
+    final norm or cross-attention); a field absent from ``values`` takes its
+    default. Fields with no default and no value raise one ValueError that lists
+    them all: ``missing ['encoder_layers.0.attn.b_V', ...]``."""
     missing = []
     tree = _build(cls, values, "", missing)
     if missing:

@@ -25,6 +25,8 @@ SETUP = """\
 import numpy as np, torch
 import mini_transformer as mt
 from mini_transformer.torch import MultiHeadAttention, fused_attention
+from mini_transformer.torch.convert import (decoder_layer_from_torch,
+    encoder_layer_from_torch, multi_head_from_torch, to_torch, transformer_from_torch)
 
 rng = np.random.default_rng(0)
 q = rng.normal(size=(3, 4))                          # (n_q, d_k)
@@ -378,29 +380,29 @@ REFUSED = [
       "mt.tiled_attention(q, k, v, threads=0)", "threads must be >= 1, got 0"),
     # interop
     R("interop-kdim", "interop", "MultiheadAttention with kdim != embed_dim",
-      "mt.MultiHeadParams.from_torch(torch.nn.MultiheadAttention(8, 2, kdim=4, vdim=4))",
+      "multi_head_from_torch(torch.nn.MultiheadAttention(8, 2, kdim=4, vdim=4))",
       "only MultiheadAttention with kdim == vdim == embed_dim is supported"),
     R("interop-bias-kv", "interop", "MultiheadAttention with add_bias_kv",
-      "mt.MultiHeadParams.from_torch(torch.nn.MultiheadAttention(8, 2, add_bias_kv=True))",
+      "multi_head_from_torch(torch.nn.MultiheadAttention(8, 2, add_bias_kv=True))",
       "add_bias_kv and add_zero_attn are not supported"),
     R("interop-gelu", "interop", "an encoder layer with GELU",
-      "mt.EncoderLayerParams.from_torch(torch.nn.TransformerEncoderLayer(8, 2, "
+      "encoder_layer_from_torch(torch.nn.TransformerEncoderLayer(8, 2, "
       "activation='gelu'))", "only the ReLU activation of the paper is supported"),
     R("interop-decoder-gelu", "interop", "a decoder layer with GELU",
-      "mt.DecoderLayerParams.from_torch(torch.nn.TransformerDecoderLayer(8, 2, "
+      "decoder_layer_from_torch(torch.nn.TransformerDecoderLayer(8, 2, "
       "activation='gelu'))", "only the ReLU activation of the paper is supported"),
     R("interop-layer-kind", "interop", "a decoder layer read as an encoder layer",
-      "mt.EncoderLayerParams.from_torch(torch.nn.TransformerDecoderLayer(8, 2))",
+      "encoder_layer_from_torch(torch.nn.TransformerDecoderLayer(8, 2))",
       "expected a torch.nn.TransformerEncoderLayer, got TransformerDecoderLayer"),
     R("interop-layer-kind-decoder", "interop", "an encoder layer read as a decoder layer",
-      "mt.DecoderLayerParams.from_torch(torch.nn.TransformerEncoderLayer(8, 2))",
+      "decoder_layer_from_torch(torch.nn.TransformerEncoderLayer(8, 2))",
       "expected a torch.nn.TransformerDecoderLayer, got TransformerEncoderLayer"),
     R("interop-embedding", "interop", "an embedding of another width than the model",
-      "mt.TransformerParams.from_torch(torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True), "
+      "transformer_from_torch(torch.nn.Transformer(8, 2, 1, 1, 16, batch_first=True), "
       "embedding=torch.nn.Embedding(10, 6))",
       "embedding must have shape (vocab_size, d_model=8), got (10, 6)"),
     R("interop-d-v", "interop", "heads with d_v != d_model / n_heads, to torch",
-      "mt.MultiHeadParams(**{**vars(mha), 'W_V': np.ones((2, 8, 3))}).to_torch()",
+      "to_torch(mt.MultiHeadParams(**{**vars(mha), 'W_V': np.ones((2, 8, 3))}))",
       "torch.nn.MultiheadAttention needs d_k = d_v = d_model / n_heads"),
     # translation (issue 19)
     R("bpe-unknown-character", "translation", "a character the BPE never saw",

@@ -16,6 +16,7 @@ from helpers import TOL32, TOL64, max_abs, t64
 from mini_transformer import (DecoderLayerParams, FeedForwardParams, KVCache, LayerNormParams,
                               MultiHeadParams,
                               causal_mask, decoder, decoder_layer, padding_mask)
+from mini_transformer.torch.convert import decoder_layer_from_torch, to_torch
 
 EPS = 1e-5
 
@@ -145,14 +146,14 @@ def test_matches_torch_decoder_layer(d_model, n_heads, d_ff, batch, n_tgt, n_src
                                                                            d_model))
     self_mask, memory_mask, kw = _masks(kind, batch, n_tgt, n_src, rng)
 
-    layer = p.to_torch(norm_first=norm_first, dtype=torch.float64)
+    layer = to_torch(p, norm_first=norm_first, dtype=torch.float64)
     assert layer.norm_first == norm_first
     expected = layer(t64(y), t64(memory), **kw)
     out = decoder_layer(y, memory, p, self_mask, memory_mask, norm_first=norm_first)
     assert out.shape == y.shape
     assert max_abs(out, expected) < TOL64
 
-    layer32 = p.to_torch(norm_first=norm_first, dtype=torch.float32)
+    layer32 = to_torch(p, norm_first=norm_first, dtype=torch.float32)
     kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
     y32, m32 = torch.tensor(y, dtype=torch.float32), torch.tensor(memory, dtype=torch.float32)
     expected32 = layer32(y32, m32, **kw32)
@@ -180,7 +181,7 @@ def test_weights_from_a_torch_layer(norm_first, rng):
         layer.self_attn.in_proj_bias.normal_(0, 0.2)
         layer.multihead_attn.in_proj_bias.normal_(0, 0.2)
     layer.eval()
-    p = DecoderLayerParams.from_torch(layer)
+    p = decoder_layer_from_torch(layer)
     assert p.eps == 1e-6
     y, memory = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 5, 8))
     kpm = np.zeros((2, 5), bool)
@@ -196,8 +197,8 @@ def test_decoder_stack_matches_torch_decoder(norm_first, rng):
     layers = [DecoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16) for _ in range(3)]
     y, memory = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8))
     src_pad = padding_mask([6, 2], 6)
-    stack = torch.nn.TransformerDecoder(layers[0].to_torch(norm_first=norm_first), 3)
-    stack.layers = torch.nn.ModuleList(p.to_torch(norm_first=norm_first) for p in layers)
+    stack = torch.nn.TransformerDecoder(to_torch(layers[0], norm_first=norm_first), 3)
+    stack.layers = torch.nn.ModuleList(to_torch(p, norm_first=norm_first) for p in layers)
     expected = stack(t64(y), t64(memory), tgt_mask=torch.as_tensor(~causal_mask(4)),
                      memory_key_padding_mask=torch.as_tensor(~src_pad[:, 0]))
     out = decoder(y, memory, layers, causal_mask(4), src_pad, norm_first=norm_first)

@@ -10,6 +10,7 @@ import torch
 from helpers import TOL64, max_abs, t64
 import mini_transformer as mt
 from mini_transformer.decoder import decoder_backward
+from mini_transformer.torch.convert import to_torch
 
 
 def decoder_only_layer(rng):
@@ -39,7 +40,7 @@ def test_decoder_only_layer_against_torch_nn(rng, norm_first, with_dropout):
     p, enc = decoder_only_layer(rng)
     y, g = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     masks = None
-    layer = enc.to_torch(norm_first=norm_first, dtype=torch.float64)
+    layer = to_torch(enc, norm_first=norm_first, dtype=torch.float64)
     if with_dropout:
         masks = tuple(mt.dropout.dropout_mask(rng, 0.3, y.shape, y) for _ in range(2))
         layer.train()
@@ -77,7 +78,7 @@ def test_decoder_only_stack_and_its_backward(rng, norm_first):
     blocked = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)
     out = ty
     for _, enc in layers:
-        out = enc.to_torch(norm_first=norm_first, dtype=torch.float64)(out,
+        out = to_torch(enc, norm_first=norm_first, dtype=torch.float64)(out,
                                                                        src_mask=blocked)
     out.backward(t64(g))
     saved = {}

@@ -13,6 +13,7 @@ from helpers import max_abs, t64
 import mini_transformer as mt
 from mini_transformer.dropout import DropoutMasks, dropout_mask
 from mini_transformer.optim import tree_leaves
+from mini_transformer.torch.convert import to_torch
 
 TOL = 1e-10
 
@@ -54,7 +55,7 @@ def test_encoder_layer_dropout_equals_torch_nn(rng, norm_first):
     p = mt.EncoderLayerParams.random(rng, d_model=8, n_heads=2, d_ff=16)
     x, g = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     m = masks(rng, 2, x.shape)
-    layer = p.to_torch(norm_first=norm_first).train()
+    layer = to_torch(p, norm_first=norm_first).train()
     layer.dropout1, layer.dropout2 = FixedMask(t64(m[0])), FixedMask(t64(m[1]))
     tx = t64(x, requires_grad=True)
     out = layer(tx)
@@ -75,7 +76,7 @@ def test_decoder_layer_dropout_equals_torch_nn(rng, norm_first):
     y, memory = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 6, 8))
     g = rng.normal(size=(2, 4, 8))
     m = masks(rng, 3, y.shape)
-    layer = p.to_torch(norm_first=norm_first).train()
+    layer = to_torch(p, norm_first=norm_first).train()
     layer.dropout1, layer.dropout2, layer.dropout3 = (FixedMask(t64(a)) for a in m)
     ty, tm = t64(y, requires_grad=True), t64(memory, requires_grad=True)
     causal = torch.triu(torch.ones(4, 4, dtype=torch.bool), 1)  # torch: True = blocked

@@ -14,6 +14,7 @@ import torch
 from helpers import TOL32, TOL64, max_abs, t64
 from mini_transformer import (EncoderLayerParams, LayerNormParams, causal_mask, encoder,
                               encoder_layer, padding_mask)
+from mini_transformer.torch.convert import encoder_layer_from_torch, to_torch
 
 EPS = 1e-5
 
@@ -137,14 +138,14 @@ def test_matches_torch_encoder_layer(d_model, n_heads, d_ff, batch, n, norm_firs
     x = rng.normal(size=(batch, n, d_model))
     mask, kw = _masks(kind, batch, n, rng)
 
-    layer = p.to_torch(norm_first=norm_first, dtype=torch.float64)
+    layer = to_torch(p, norm_first=norm_first, dtype=torch.float64)
     assert layer.norm_first == norm_first
     expected = layer(t64(x), **kw)
     out = encoder_layer(x, p, mask=mask, norm_first=norm_first)
     assert out.shape == x.shape
     assert max_abs(out, expected) < TOL64
 
-    layer32 = p.to_torch(norm_first=norm_first, dtype=torch.float32)
+    layer32 = to_torch(p, norm_first=norm_first, dtype=torch.float32)
     kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
     x32 = torch.tensor(x, dtype=torch.float32)
     expected32 = layer32(x32, **kw32)
@@ -170,7 +171,7 @@ def test_weights_from_a_torch_layer(norm_first, rng):
             norm.bias.normal_(0, 0.2)
         layer.self_attn.in_proj_bias.normal_(0, 0.2)
     layer.eval()
-    p = EncoderLayerParams.from_torch(layer)
+    p = encoder_layer_from_torch(layer)
     assert p.eps == 1e-6
     x = rng.normal(size=(2, 5, 8))
     kpm = np.zeros((2, 5), bool)
@@ -188,7 +189,7 @@ def test_encoder_stack_matches_torch_layers_in_sequence(norm_first, rng):
     pad = padding_mask([4, 2], 4)
     expected = t64(x)
     for p in layers:
-        expected = p.to_torch(norm_first=norm_first)(
+        expected = to_torch(p, norm_first=norm_first)(
             expected, src_key_padding_mask=torch.as_tensor(~pad[:, 0]))
     out = encoder(x, layers, mask=pad, norm_first=norm_first)
     assert max_abs(out, expected) < TOL64

@@ -16,6 +16,7 @@ from exercises import ch09  # noqa: E402
 
 import mini_transformer as mt  # noqa: E402
 from mini_transformer import tasks  # noqa: E402
+from mini_transformer.torch.convert import to_torch
 
 
 # --- exercise 1: the big model's decoder layer ----------------------------------------
@@ -68,8 +69,8 @@ def _page():
 def _torch_decoder_rows(tgt, model, src, changed_at):
     """Which output rows move, computed with torch.nn modules built from the weights."""
     E = model.embedding
-    enc = [l.to_torch().eval() for l in model.encoder_layers]
-    dec = [l.to_torch().eval() for l in model.decoder_layers]
+    enc = [to_torch(l).eval() for l in model.encoder_layers]
+    dec = [to_torch(l).eval() for l in model.decoder_layers]
     n = tgt.shape[1]
     causal = torch.nn.Transformer.generate_square_subsequent_mask(
         n, dtype=torch.float64)

@@ -16,6 +16,7 @@ import torch
 from helpers import TOL32, TOL64, max_abs, t64
 from mini_transformer import (MultiHeadParams, causal_mask, multi_head_attention,
                               padding_mask)
+from mini_transformer.torch.convert import multi_head_from_torch, to_torch
 
 E = math.e
 
@@ -175,7 +176,7 @@ def test_matches_torch_multihead_attention(d_model, n_heads, batch, n_q, n_k, ki
     mask, kw = _masks(kind, batch, n_q, n_k, n_heads, rng)
     kv = x if memory is None else memory
 
-    mha = p.to_torch(dtype=torch.float64)
+    mha = to_torch(p, dtype=torch.float64)
     expected, expected_w = mha(t64(x), t64(kv), t64(kv), need_weights=True,
                                average_attn_weights=False, **kw)
     out, w = multi_head_attention(x, p, mask=mask, memory=memory)
@@ -184,7 +185,7 @@ def test_matches_torch_multihead_attention(d_model, n_heads, batch, n_q, n_k, ki
     assert max_abs(w, expected_w) < TOL64
 
     # float32: our NumPy path and the package on torch tensors, against torch float32
-    mha32 = p.to_torch(dtype=torch.float32)
+    mha32 = to_torch(p, dtype=torch.float32)
     kw32 = {k: (v.float() if v.is_floating_point() else v) for k, v in kw.items()}
     x32, kv32 = torch.tensor(x, dtype=torch.float32), torch.tensor(kv, dtype=torch.float32)
     expected32, _ = mha32(x32, kv32, kv32, need_weights=False, **kw32)
@@ -209,7 +210,7 @@ def test_weights_from_a_torch_module(d_model, n_heads, rng):
     with torch.no_grad():
         mha.in_proj_bias.normal_()
         mha.out_proj.bias.normal_()
-    p = MultiHeadParams.from_torch(mha)
+    p = multi_head_from_torch(mha)
     x = rng.normal(size=(2, 4, d_model))
     memory = rng.normal(size=(2, 7, d_model))
     kpm = np.zeros((2, 7), bool)
@@ -240,7 +241,7 @@ def test_head_dimensions_may_differ_from_d_model_over_h(rng):
     np.testing.assert_allclose(out, np.concatenate(heads, -1) @ p.W_O, rtol=1e-12)
     # ... and torch.nn.MultiheadAttention cannot hold it
     with pytest.raises(ValueError, match="d_k = d_v = d_model / n_heads"):
-        p.to_torch()
+        to_torch(p)
     bad = dataclasses.replace(p, W_O=rng.normal(size=(h * d_v + 1, d)))
     with pytest.raises(ValueError, match="W_O has shape"):
         multi_head_attention(x, bad)

@@ -9,6 +9,8 @@ import torch.nn.functional as F
 
 from helpers import t64, to_numpy
 from mini_transformer import EncoderLayerParams, FeedForwardParams, MultiHeadParams
+from mini_transformer.torch.convert import (encoder_layer_from_torch, multi_head_from_torch,
+                                            to_torch)
 
 
 def test_random_shapes(rng):
@@ -50,7 +52,7 @@ def test_per_head_layout_matches_torch_in_proj(rng):
     mha = torch.nn.MultiheadAttention(6, 3, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         mha.in_proj_bias.normal_()
-    p = MultiHeadParams.from_torch(mha)
+    p = multi_head_from_torch(mha)
     x = rng.normal(size=(4, 6))
     E, d_k = 6, 2
     for j, (W, b) in enumerate(((p.W_Q, p.b_Q), (p.W_K, p.b_K), (p.W_V, p.b_V))):
@@ -65,7 +67,7 @@ def test_per_head_layout_matches_torch_in_proj(rng):
 
 def test_multihead_round_trip_is_exact(rng):
     p = MultiHeadParams.random(rng, d_model=8, n_heads=4)
-    back = MultiHeadParams.from_torch(p.to_torch())
+    back = multi_head_from_torch(to_torch(p))
     for f in dataclasses.fields(p):
         np.testing.assert_array_equal(getattr(back, f.name), getattr(p, f.name))
         assert getattr(back, f.name).dtype == np.float64
@@ -74,10 +76,10 @@ def test_multihead_round_trip_is_exact(rng):
 def test_encoder_layer_round_trip_is_exact(rng):
     p = dataclasses.replace(EncoderLayerParams.random(rng, d_model=6, n_heads=2, d_ff=10),
                             eps=1e-7)
-    layer = p.to_torch(norm_first=True)
+    layer = to_torch(p, norm_first=True)
     assert layer.norm_first and not layer.training
     assert layer.linear1.out_features == 10 and layer.norm1.eps == 1e-7
-    back = EncoderLayerParams.from_torch(layer)
+    back = encoder_layer_from_torch(layer)
     flat = [p.attn, p.ffn]
     for a, b in zip(flat, [back.attn, back.ffn]):
         for f in dataclasses.fields(a):
@@ -93,7 +95,7 @@ def test_torch_state_survives_from_torch_to_torch():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
                                              batch_first=True, dtype=torch.float64)
-    again = EncoderLayerParams.from_torch(layer).to_torch()
+    again = to_torch(encoder_layer_from_torch(layer))
     for (name, a), (_, b) in zip(layer.state_dict().items(), again.state_dict().items()):
         assert torch.equal(a, b), name
 
@@ -101,7 +103,7 @@ def test_torch_state_survives_from_torch_to_torch():
 def test_from_torch_reads_float32_as_float64_numpy():
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(4, 2, batch_first=True)  # float32
-    p = MultiHeadParams.from_torch(mha)
+    p = multi_head_from_torch(mha)
     assert isinstance(p.W_Q, np.ndarray) and p.W_Q.dtype == np.float64
     np.testing.assert_array_equal(p.W_O, mha.out_proj.weight.detach().numpy().T)
 
@@ -110,7 +112,7 @@ def test_from_torch_without_biases():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0,
                                              bias=False, batch_first=True)
-    p = EncoderLayerParams.from_torch(layer)
+    p = encoder_layer_from_torch(layer)
     for b in (p.attn.b_Q, p.attn.b_O, p.ffn.b_1, p.ffn.b_2, p.norm1.beta, p.norm2.beta):
         np.testing.assert_array_equal(b, 0)
     np.testing.assert_array_equal(p.norm1.gamma, layer.norm1.weight.detach().numpy())
@@ -118,10 +120,10 @@ def test_from_torch_without_biases():
 
 def test_to_torch_dtype_and_device(rng):
     p = EncoderLayerParams.random(rng, d_model=4, n_heads=2)
-    layer = p.to_torch(dtype=torch.float32, device="meta")
+    layer = to_torch(p, dtype=torch.float32, device="meta")
     assert {q.dtype for q in layer.parameters()} == {torch.float32}
     assert {q.device.type for q in layer.parameters()} == {"meta"}
-    mha = p.attn.to_torch(dtype=torch.float16)
+    mha = to_torch(p.attn, dtype=torch.float16)
     assert mha.in_proj_weight.dtype == torch.float16
     assert mha.batch_first and mha.dropout == 0.0
     np.testing.assert_allclose(to_numpy(mha.out_proj.weight), p.attn.W_O.T,

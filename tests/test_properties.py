@@ -18,6 +18,7 @@ from helpers import max_abs, t64
 from mini_transformer import (EncoderLayerParams, MultiHeadParams, encoder_layer,
                               layer_norm, multi_head_attention, padding_mask,
                               scaled_dot_product_attention, softmax)
+from mini_transformer.torch.convert import to_torch
 
 
 def floats(lo=-30.0, hi=30.0):
@@ -156,7 +157,7 @@ def test_multihead_numpy_torch_and_torch_nn_agree(inputs, cross):
     out_t, w_t = multi_head_attention(t64(x), pt, pad, memory=None if memory is None
                                       else t64(memory))
     assert max_abs(out_t, out) < 1e-12 and max_abs(w_t, w) < 1e-12
-    expected, expected_w = p.to_torch()(t64(x), t64(kv), t64(kv),
+    expected, expected_w = to_torch(p)(t64(x), t64(kv), t64(kv),
                                         key_padding_mask=torch.as_tensor(~pad[:, 0]),
                                         average_attn_weights=False)
     assert max_abs(out, expected) < 1e-10 and max_abs(w, expected_w) < 1e-10
@@ -172,7 +173,7 @@ def test_encoder_layer_numpy_torch_and_torch_nn_agree(inputs, norm_first):
     out = encoder_layer(x, p, pad, norm_first=norm_first)
     out_t = encoder_layer(t64(x), p.map(t64), pad, norm_first=norm_first)
     assert max_abs(out_t, out) < 1e-12
-    expected = p.to_torch(norm_first=norm_first)(
+    expected = to_torch(p, norm_first=norm_first)(
         t64(x), src_key_padding_mask=torch.as_tensor(~pad[:, 0]))
     assert max_abs(out, expected) < 1e-9
 

@@ -14,6 +14,7 @@ from helpers import TOL32, TOL64, max_abs, t64
 from mini_transformer import (TransformerParams, causal_mask, greedy_decode, padding_mask,
                               transformer)
 from mini_transformer.torch import Decoder, DecoderLayer, Transformer
+from mini_transformer.torch.convert import to_torch
 
 pytestmark = [pytest.mark.filterwarnings("ignore:enable_nested_tensor is True"),
               pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")]
@@ -77,7 +78,7 @@ def test_decoder_stack(rng):
     y, memory = t64(rng.normal(size=(2, 5, 8))), t64(rng.normal(size=(2, 3, 8)))
     expected = y
     for layer in dec.layers:  # each layer's weights in a torch.nn layer, in sequence
-        ref = layer.params.map(lambda a: a.detach().numpy()).to_torch(norm_first=True)
+        ref = to_torch(layer.params.map(lambda a: a.detach().numpy()), norm_first=True)
         expected = ref(expected, memory, tgt_mask=torch.as_tensor(~causal_mask(5)))
     assert max_abs(dec(y, memory, causal_mask(5)), expected) < TOL64
     assert not torch.equal(dec.layers[0].ffn.W_1, dec.layers[1].ffn.W_1)

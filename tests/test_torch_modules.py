@@ -11,6 +11,7 @@ import torch
 from helpers import TOL32, TOL64, max_abs, t64
 from mini_transformer import causal_mask, padding_mask, scaled_dot_product_attention
 from mini_transformer.torch import Encoder, EncoderLayer, MultiHeadAttention, fused_attention
+from mini_transformer.torch.convert import to_torch
 
 
 def torch_mha(d_model=8, n_heads=2, dtype=torch.float64, seed=0):
@@ -138,7 +139,7 @@ def test_encoder_stack(rng):
     pad = padding_mask([5, 3], 5)
     expected = x
     for layer in enc.layers:  # each layer's weights in a torch.nn layer, in sequence
-        ref = layer.params.map(lambda a: a.detach().numpy()).to_torch(norm_first=True)
+        ref = to_torch(layer.params.map(lambda a: a.detach().numpy()), norm_first=True)
         expected = ref(expected, src_key_padding_mask=torch.as_tensor(~pad[:, 0]))
     assert max_abs(enc(x, pad), expected) < TOL64
     # layers get different seeds

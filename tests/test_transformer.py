@@ -16,6 +16,7 @@ import torch
 from helpers import TOL32, TOL64, max_abs, t64, to_numpy
 from mini_transformer import (TransformerParams, causal_mask, count_parameters, embed,
                               encoder_decoder, greedy_decode, padding_mask, transformer)
+from mini_transformer.torch.convert import to_torch, transformer_from_torch
 
 # torch's warnings about its own nested-tensor fast path, which these tests exercise
 pytestmark = [pytest.mark.filterwarnings("ignore:enable_nested_tensor is True"),
@@ -60,7 +61,7 @@ def sinusoids(n, d):
 def test_encoder_decoder_matches_torch_transformer(d_model, n_heads, d_ff, n_enc, n_dec,
                                                    batch, n_src, n_tgt, norm_first, rng):
     model = torch_transformer(d_model, n_heads, d_ff, n_enc, n_dec, norm_first)
-    p = TransformerParams.from_torch(model)
+    p = transformer_from_torch(model)
     assert p.encoder_norm is not None and p.decoder_norm is not None
     src = rng.normal(size=(batch, n_src, d_model))
     tgt = rng.normal(size=(batch, n_tgt, d_model))
@@ -87,7 +88,7 @@ def test_encoder_decoder_matches_torch_transformer(d_model, n_heads, d_ff, n_enc
     # float32, on torch tensors and on NumPy
     model32 = torch_transformer(d_model, n_heads, d_ff, n_enc, n_dec, norm_first,
                                 dtype=torch.float32)
-    p32 = TransformerParams.from_torch(model32).map(
+    p32 = transformer_from_torch(model32).map(
         lambda a: torch.as_tensor(a, dtype=torch.float32))
     src32, tgt32 = torch.as_tensor(src, dtype=torch.float32), torch.as_tensor(
         tgt, dtype=torch.float32)
@@ -104,7 +105,7 @@ def test_encoder_decoder_matches_torch_transformer(d_model, n_heads, d_ff, n_enc
 def test_paper_model_to_torch_has_no_final_norms(norm_first, rng):
     p = TransformerParams.random(rng, vocab_size=7, d_model=8, n_heads=2, d_ff=16, n_layers=2)
     assert p.encoder_norm is None and p.decoder_norm is None
-    model = p.to_torch(norm_first=norm_first)
+    model = to_torch(p, norm_first=norm_first)
     assert model.encoder.norm is None and model.decoder.norm is None
     src, tgt = rng.normal(size=(2, 4, 8)), rng.normal(size=(2, 3, 8))
     src_pad = padding_mask([4, 1], 4)
@@ -114,7 +115,7 @@ def test_paper_model_to_torch_has_no_final_norms(norm_first, rng):
     out = encoder_decoder(src, tgt, p, src_pad, causal_mask(3), src_pad, norm_first=norm_first)
     assert max_abs(out, expected) < TOL64
     # and back: the same weights
-    back = TransformerParams.from_torch(model, embedding=p.embedding)
+    back = transformer_from_torch(model, embedding=p.embedding)
     assert back.encoder_norm is None
     np.testing.assert_array_equal(back.decoder_layers[1].cross_attn.W_V,
                                   p.decoder_layers[1].cross_attn.W_V)
@@ -125,9 +126,9 @@ def test_round_trip_keeps_final_norms_and_eps():
     model = torch_transformer(8, 2, 16, 1, 1, False)
     for norm in (model.encoder.norm, model.decoder.norm):
         norm.eps = 1e-6
-    p = TransformerParams.from_torch(model)
+    p = transformer_from_torch(model)
     assert p.eps == 1e-6
-    back = p.to_torch()
+    back = to_torch(p)
     assert back.decoder.norm.eps == 1e-6
     assert max_abs(back.decoder.norm.weight, model.decoder.norm.weight) == 0
 
@@ -139,19 +140,19 @@ def test_count_parameters_equals_torch(norm_first, rng):
     # torch.nn.Transformer has no embedding: add the nn.Embedding's weight once
     model = torch_transformer(12, 3, 20, 2, 3, norm_first)
     emb = torch.nn.Embedding(50, 12, dtype=torch.float64)
-    p = TransformerParams.from_torch(model, embedding=emb)
+    p = transformer_from_torch(model, embedding=emb)
     expected = sum(q.numel() for q in model.parameters()) + emb.weight.numel()
     assert count_parameters(p) == expected
     # the paper's model: no final norms, the tied embedding counted once
     p = TransformerParams.random(rng, vocab_size=50, d_model=12, n_heads=3, d_ff=20,
                                  n_layers=2)
-    model = p.to_torch()
+    model = to_torch(p)
     assert count_parameters(p) == sum(q.numel() for q in model.parameters()) + 50 * 12
     # the same count on torch tensors, on a layer and on a list of layers
     assert count_parameters(p.map(torch.as_tensor)) == count_parameters(p)
     layer = p.decoder_layers[0]
     assert count_parameters(layer) == sum(
-        q.numel() for q in layer.to_torch().parameters())
+        q.numel() for q in to_torch(layer).parameters())
     assert count_parameters(list(p.encoder_layers)) == 2 * count_parameters(
         p.encoder_layers[0])
     # a layer used twice counts once, as in torch.nn.Module.parameters()
@@ -208,7 +209,7 @@ def test_logits_match_torch(norm_first, rng):
     model = torch_transformer(8, 2, 16, 2, 2, norm_first)
     torch.manual_seed(3)
     emb = torch.nn.Embedding(11, 8, dtype=torch.float64)
-    p = TransformerParams.from_torch(model, embedding=emb)
+    p = transformer_from_torch(model, embedding=emb)
     src, tgt = rng.integers(0, 11, size=(3, 5)), rng.integers(0, 11, size=(3, 4))
     src_pad = padding_mask([5, 2, 4], 5)
     logits = transformer(src, tgt, p, src_mask=src_pad, norm_first=norm_first)
@@ -273,7 +274,7 @@ def test_greedy_decode_with_the_cache_equals_recomputation(source, rng):
     else:
         norm_first = source == "torch-pre-LN"
         emb = torch.nn.Embedding(9, 8, dtype=torch.float64)
-        p = TransformerParams.from_torch(torch_transformer(8, 2, 16, 2, 3, norm_first),
+        p = transformer_from_torch(torch_transformer(8, 2, 16, 2, 3, norm_first),
                                          embedding=emb)
     src = rng.integers(0, 9, size=(4, 6))
     src_pad = padding_mask([6, 3, 1, 5], 6)

@@ -1,12 +1,16 @@
 """Weights to and from ``torch.nn``: ``torch.nn.MultiheadAttention``,
-``TransformerEncoderLayer``, ``TransformerDecoderLayer`` and ``Transformer``.
+``TransformerEncoderLayer``, ``TransformerDecoderLayer`` and ``Transformer``, the one
+place where the package meets ``torch.nn``'s layout.
 
-``*_from_torch`` reads a ``torch.nn`` module into {name: NumPy float64 array}, the
-names of the params containers' arrays (``"attn.W_Q"``, ``"ffn.W_1"``, ...) and their
-settings (``"eps"``, ``"norm_first"``), which ``tree.from_named`` builds a container
-from; ``*_to_torch`` builds a ``torch.nn`` module (batch_first, ReLU, no dropout)
-from a container. This module imports nothing else of the package: the containers'
-``from_torch`` / ``to_torch`` methods call it.
+``from_torch(module)`` reads a ``torch.nn`` module into the params container of the
+same kind (NumPy float64 arrays), through {name: array} under the containers' names
+(``"attn.W_Q"``, ``"norm1.gamma"``, ...) and settings (``"eps"``, ``"norm_first"``),
+which ``tree.from_named`` builds the container from; ``to_torch(params)`` builds the
+``torch.nn`` module (batch_first, ReLU, no dropout) of a container::
+
+    from mini_transformer.torch.convert import from_torch, to_torch
+    params = from_torch(torch_model, embedding=emb)   # a TransformerParams
+    layer = to_torch(params.encoder_layers[0], norm_first=True)
 """
 
 from __future__ import annotations
@@ -15,6 +19,57 @@ import warnings
 
 import numpy as np
 import torch
+
+from ..params import (DecoderLayerParams, EncoderLayerParams, MultiHeadParams,
+                      TransformerParams)
+from ..tree import from_named
+
+
+def from_torch(module, embedding=None):
+    """The params container of a ``torch.nn`` module, NumPy float64:
+    ``MultiheadAttention`` -> ``MultiHeadParams``, ``TransformerEncoderLayer`` (ReLU)
+    -> ``EncoderLayerParams``, ``TransformerDecoderLayer`` -> ``DecoderLayerParams``,
+    ``Transformer`` -> ``TransformerParams`` (its final norms and norm_first too).
+
+    ``torch.nn.Transformer`` has no embedding: pass one as ``embedding`` (a
+    ``torch.nn.Embedding``, its weight, or an array (vocab_size, d_model)).
+    """
+    for kind, read in ((torch.nn.MultiheadAttention, multi_head_from_torch),
+                       (torch.nn.TransformerEncoderLayer, encoder_layer_from_torch),
+                       (torch.nn.TransformerDecoderLayer, decoder_layer_from_torch)):
+        if isinstance(module, kind):
+            return read(module)
+    if isinstance(module, torch.nn.Transformer):
+        return transformer_from_torch(module, embedding)
+    raise ValueError(f"from_torch reads a torch.nn MultiheadAttention, "
+                     f"TransformerEncoderLayer, TransformerDecoderLayer or "
+                     f"Transformer, got {type(module).__name__}")
+
+
+def to_torch(params, *, norm_first: bool | None = None, dtype=None, device=None):
+    """The ``torch.nn`` module (batch_first, ReLU, no dropout, eval mode) with the
+    weights of a params container: ``MultiHeadParams`` -> ``MultiheadAttention``,
+    ``EncoderLayerParams`` -> ``TransformerEncoderLayer``, ``DecoderLayerParams`` ->
+    ``TransformerDecoderLayer``, ``TransformerParams`` -> ``Transformer`` (final norms
+    only where the params have them). norm_first: pre-LN layers; None is post-LN
+    for a layer and, for a whole model, as its params were made.
+
+    The embedding is not part of a ``torch.nn.Transformer``:
+    ``torch.nn.Embedding.from_pretrained(torch.as_tensor(params.embedding))``
+    makes one.
+    """
+    kw = dict(dtype=dtype, device=device)
+    if isinstance(params, MultiHeadParams):
+        return multi_head_to_torch(params, **kw)
+    if isinstance(params, TransformerParams):
+        norm_first = params.norm_first if norm_first is None else norm_first
+        return transformer_to_torch(params, norm_first=norm_first, **kw)
+    for kind, build in ((EncoderLayerParams, encoder_layer_to_torch),
+                        (DecoderLayerParams, decoder_layer_to_torch)):
+        if isinstance(params, kind):
+            return build(params, norm_first=bool(norm_first), **kw)
+    raise ValueError(f"to_torch builds a torch.nn module from a params container, got "
+                     f"{type(params).__name__}")
 
 
 def _numpy(t) -> np.ndarray:
@@ -27,7 +82,29 @@ def _prefixed(prefix, named):
 
 # --- from torch.nn ---------------------------------------------------------------
 
-def multi_head_from_torch(mha) -> dict:
+def multi_head_from_torch(mha) -> MultiHeadParams:
+    """A ``torch.nn.MultiheadAttention``'s weights as ``MultiHeadParams``."""
+    return from_named(MultiHeadParams, _multi_head_named(mha))
+
+
+def encoder_layer_from_torch(layer) -> EncoderLayerParams:
+    """A ``torch.nn.TransformerEncoderLayer``'s (ReLU) weights and eps."""
+    return from_named(EncoderLayerParams, _encoder_layer_named(layer))
+
+
+def decoder_layer_from_torch(layer) -> DecoderLayerParams:
+    """A ``torch.nn.TransformerDecoderLayer``'s (ReLU) weights and eps."""
+    return from_named(DecoderLayerParams, _decoder_layer_named(layer))
+
+
+def transformer_from_torch(model, embedding=None) -> TransformerParams:
+    """A ``torch.nn.Transformer``'s weights (its final norms and norm_first too), and
+    ``embedding`` (``from_torch``)."""
+    return from_named(TransformerParams,
+                      {"embedding": None} | _transformer_named(model, embedding))
+
+
+def _multi_head_named(mha) -> dict:
     """A ``torch.nn.MultiheadAttention``'s weights, head-major: W_Q ... b_O."""
     if not mha._qkv_same_embed_dim:
         raise ValueError(
@@ -56,31 +133,26 @@ def multi_head_from_torch(mha) -> dict:
     )
 
 
-def encoder_layer_from_torch(layer) -> dict:
-    """A ``torch.nn.TransformerEncoderLayer``'s (ReLU) weights and eps."""
+def _encoder_layer_named(layer) -> dict:
     _check_layer_type(layer, "TransformerEncoderLayer")
-    return (_prefixed("attn", multi_head_from_torch(layer.self_attn))
+    return (_prefixed("attn", _multi_head_named(layer.self_attn))
             | _ffn_from_torch(layer) | _norms_from_torch(layer.norm1, layer.norm2))
 
 
-def decoder_layer_from_torch(layer) -> dict:
-    """A ``torch.nn.TransformerDecoderLayer``'s (ReLU) weights and eps."""
+def _decoder_layer_named(layer) -> dict:
     _check_layer_type(layer, "TransformerDecoderLayer")
-    return (_prefixed("self_attn", multi_head_from_torch(layer.self_attn))
-            | _prefixed("cross_attn", multi_head_from_torch(layer.multihead_attn))
+    return (_prefixed("self_attn", _multi_head_named(layer.self_attn))
+            | _prefixed("cross_attn", _multi_head_named(layer.multihead_attn))
             | _ffn_from_torch(layer)
             | _norms_from_torch(layer.norm1, layer.norm2, layer.norm3))
 
 
-def transformer_from_torch(model, embedding=None) -> dict:
-    """A ``torch.nn.Transformer``'s weights (its final norms too), eps and norm_first,
-    and ``embedding`` (an ``nn.Embedding``, its weight, or an array (vocab_size,
-    d_model)), which a ``torch.nn.Transformer`` does not have."""
+def _transformer_named(model, embedding=None) -> dict:
     named = {}
     for i, layer in enumerate(model.encoder.layers):
-        named |= _prefixed(f"encoder_layers.{i}", encoder_layer_from_torch(layer))
+        named |= _prefixed(f"encoder_layers.{i}", _encoder_layer_named(layer))
     for i, layer in enumerate(model.decoder.layers):
-        named |= _prefixed(f"decoder_layers.{i}", decoder_layer_from_torch(layer))
+        named |= _prefixed(f"decoder_layers.{i}", _decoder_layer_named(layer))
     stacks = [name for name in ("encoder", "decoder")
               if getattr(model, name).norm is not None]
     norms = [getattr(model, name).norm for name in stacks]
@@ -274,7 +346,7 @@ def _put_ffn_and_norms(layer, p, n_norms):
         (layer.linear2.bias, p.ffn.b_2),
     ):
         _put(param, a)
-    for torch_norm, norm in zip((layer.norm1, layer.norm2, getattr(layer, "norm3", None)),
-                                (p.norm1, p.norm2, getattr(p, "norm3", None))[:n_norms]):
+    for i in range(1, n_norms + 1):
+        torch_norm, norm = getattr(layer, f"norm{i}"), getattr(p, f"norm{i}")
         _put(torch_norm.weight, norm.gamma)
         _put(torch_norm.bias, norm.beta)

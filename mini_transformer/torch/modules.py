@@ -29,6 +29,7 @@ from ..multihead import multi_head_attention
 from ..params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
                       LayerNormParams, MultiHeadParams, TransformerParams)
 from ..transformer import encoder_decoder, transformer
+from .convert import from_torch
 
 
 def fused_attention(q, k, v, mask=None):
@@ -68,6 +69,11 @@ def _arrays(module, params, names, device, dtype):
             name, None if value is None else _parameter(value, device, dtype))
 
 
+def _params(module):
+    """A module's params container, or None for no module."""
+    return None if module is None else module.params
+
+
 def _norm(params, device, dtype):
     """A ``LayerNorm`` module holding ``params`` (a ``LayerNormParams``), or None."""
     return None if params is None else LayerNorm(params, device=device, dtype=dtype)
@@ -101,7 +107,7 @@ class MultiHeadAttention(nn.Module):
         """Copy the weights of a ``torch.nn.MultiheadAttention``."""
         kwargs.setdefault("dtype", mha.in_proj_weight.dtype)
         kwargs.setdefault("device", mha.in_proj_weight.device)
-        return cls(params=MultiHeadParams.from_torch(mha), **kwargs)
+        return cls(params=from_torch(mha), **kwargs)
 
     @property
     def params(self) -> MultiHeadParams:
@@ -182,19 +188,16 @@ class _Layer(nn.Module):
         (``DecoderLayer``)."""
         kwargs.setdefault("dtype", layer.linear1.weight.dtype)
         kwargs.setdefault("device", layer.linear1.weight.device)
-        return cls(params=cls._Params.from_torch(layer), norm_first=layer.norm_first,
+        return cls(params=from_torch(layer), norm_first=layer.norm_first,
                    fused=fused, **kwargs)
 
     @property
     def params(self):
-        def params(name):
-            module = getattr(self, name)
-            return None if module is None else module.params
-
-        return self._Params(**{name: params(name) for name in self._attentions},
-                            ffn=self.ffn.params,
-                            **{name: params(name) for name in self._norms},
-                            eps=self.eps)
+        return self._Params(
+            **{name: _params(getattr(self, name)) for name in self._attentions},
+            ffn=self.ffn.params,
+            **{name: _params(getattr(self, name)) for name in self._norms},
+            eps=self.eps)
 
     @property
     def _attention(self):
@@ -308,7 +311,7 @@ class Transformer(nn.Module):
         weight = model.encoder.layers[0].linear1.weight
         kwargs.setdefault("dtype", weight.dtype)
         kwargs.setdefault("device", weight.device)
-        return cls(params=TransformerParams.from_torch(model, embedding), fused=fused,
+        return cls(params=from_torch(model, embedding), fused=fused,
                    **kwargs)
 
     @property
@@ -317,8 +320,8 @@ class Transformer(nn.Module):
             embedding=self.embedding,
             encoder_layers=tuple(layer.params for layer in self.encoder_layers),
             decoder_layers=tuple(layer.params for layer in self.decoder_layers),
-            encoder_norm=None if self.encoder_norm is None else self.encoder_norm.params,
-            decoder_norm=None if self.decoder_norm is None else self.decoder_norm.params,
+            encoder_norm=_params(self.encoder_norm),
+            decoder_norm=_params(self.decoder_norm),
             eps=self.eps,
             norm_first=self.norm_first,
         )

@@ -28,7 +28,12 @@ renders a Markdown cell once it comes into view) and checked. A notebook fails o
 - an interactive figure (``book/explorers.py``) that does not draw once the notebook is
   trusted (signed here in the temporary trust database, as ``jupyter trust`` does);
 - a kernel started, or a file under ``book/`` written or changed by opening the notebook
-  (JupyterLab's checkpoints go to the temporary directory).
+  (JupyterLab's checkpoints go to the temporary directory);
+- a notebook that JupyterLab would mark modified (●) once open, so that a reader who only
+  read it is asked to save it on closing: the dirty flag, or any difference between the file
+  and what saving JupyterLab's copy would write (as the server writes it, with the kernel
+  spec a reader's kernel sets, ``python3``'s); ``book/prose.py --sync`` stores notebooks
+  in that form.
 
 Screenshots of each notebook's top and end go to ``_build/screenshots/jupyterlab/`` (a
 CI artifact), with ``findings.json``: the count of each kind of failure per notebook.
@@ -58,7 +63,7 @@ SHOTS = ROOT / "_build" / "screenshots" / "jupyterlab"
 FINDINGS: dict[str, dict[str, int]] = {}
 KINDS = ["raw_roles", "glue_keys", "file_names", "not_rendered", "fences_as_code",
          "directive_errors", "unresolved_refs", "unresolved_cites", "bookkeeping_cells",
-         "figures_not_drawn", "kernels", "files_changed"]
+         "figures_not_drawn", "kernels", "files_changed", "marked_modified"]
 
 ROLE = re.compile(r"\{(?:glue(?::\w+)?|doc|cite(?::\w+)?|ref|numref|eq)\}")
 FENCE_TEXT = re.compile(r"(?:```|:::)\s*\{[\w:-]+\}")
@@ -150,7 +155,8 @@ async (path) => {
   });
   const models = [...Array(notebook.model.cells.length).keys()]
     .map(i => notebook.model.cells.get(i));
-  return {cells, trusted: models.length > 0 && models.every(m => m.trusted)};
+  return {cells, trusted: models.length > 0 && models.every(m => m.trusted),
+          dirty: panel.context.model.dirty, held: panel.context.model.toJSON()};
 }
 """
 
@@ -320,6 +326,42 @@ def findings(report: dict, figures_expected: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def _kernelspec(lab: str) -> dict:
+    """The kernel spec JupyterLab writes into a notebook when a reader's kernel starts."""
+    spec = json.loads(_get(f"{lab}/api/kernelspecs"))["kernelspecs"]["python3"]["spec"]
+    return {"display_name": spec["display_name"], "language": spec["language"],
+            "name": "python3"}
+
+
+def modified_by_opening(text: str, report: dict, kernelspec: dict) -> list[str]:
+    """What would change if the reader saved the notebook just opened: the file's text
+    against JupyterLab's copy written as the server writes it (``nbformat.writes``), with
+    the kernel spec a started kernel sets; each difference named (metadata key, cell)."""
+    nbformat = pytest.importorskip("nbformat")
+    held = json.loads(json.dumps(report["held"]))
+    # undefined fields (a Markdown cell's attachments) come back as None: JSON drops them
+    held["cells"] = [{k: v for k, v in c.items() if v is not None} for c in held["cells"]]
+    held["metadata"]["kernelspec"] = kernelspec
+    saved = nbformat.writes(nbformat.from_dict(held), version=nbformat.NO_CONVERT) + "\n"
+    found = ["the dirty marker is set"] if report["dirty"] else []
+    if saved == text:
+        return found
+    stored, held = json.loads(text), json.loads(saved)
+    meta = lambda nb: nb.get("metadata", {})
+    found += [f"notebook metadata {k}: {meta(stored).get(k)!r} -> {meta(held).get(k)!r}"
+              for k in sorted(set(meta(stored)) | set(meta(held)))
+              if meta(stored).get(k) != meta(held).get(k)]
+    for i, (a, b) in enumerate(zip(stored["cells"], held["cells"])):
+        found += [f"cell {i} metadata {k}: {meta(a).get(k)!r} -> {meta(b).get(k)!r}"
+                  for k in sorted(set(meta(a)) | set(meta(b)))
+                  if meta(a).get(k) != meta(b).get(k)]
+        found += [f"cell {i} {k}" for k in ("cell_type", "source", "outputs")
+                  if a.get(k) != b.get(k)]
+    if len(stored["cells"]) != len(held["cells"]):
+        found.append(f"{len(stored['cells'])} cells in the file, {len(held['cells'])} held")
+    return found or ["the saved text differs (formatting)"]
+
+
 @pytest.mark.parametrize("page", NOTEBOOKS)
 def test_notebook_in_jupyterlab(lab, tab, page):
     tab, js_errors = tab
@@ -347,6 +389,8 @@ def test_notebook_in_jupyterlab(lab, tab, page):
     found["files_changed"] = [f"{f} {'changed' if f in before else 'written'}"
                               for f in after if after[f] != before.get(f)]
     found["files_changed"] += [f"{f} deleted" for f in before if f not in after]
+    found["marked_modified"] = modified_by_opening(
+        (ROOT / f"{page}.ipynb").read_text(), report, _kernelspec(lab))
     if figures_expected and not report["trusted"]:
         found["figures_not_drawn"].append("the notebook is not trusted in JupyterLab")
     FINDINGS[name] = {k: len(v) for k, v in found.items()}

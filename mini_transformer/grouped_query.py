@@ -1,0 +1,101 @@
+"""Grouped-query attention (chapter 19): query heads share key/value heads."""
+
+from __future__ import annotations
+
+from array_api_compat import array_namespace
+
+from . import _checks
+from .attention import (as_mask, scaled_dot_product_attention,
+                        scaled_dot_product_attention_backward)
+
+
+def grouped_query_attention(q, k, v, mask=None):
+    """Attention of h query heads over h_kv key/value heads, h a multiple of h_kv.
+
+    Query head i reads key/value head ⌊i h_kv / h⌋: each group of h / h_kv
+    consecutive query heads shares one K and one V (h_kv = h: multi-head attention;
+    h_kv = 1: multi-query attention). K and V are broadcast, never copied.
+    q: (..., h, n_q, d_k)   k: (..., h_kv, n_k, d_k)   v: (..., h_kv, n_k, d_v)
+    mask: as ``scaled_dot_product_attention``, broadcast to (..., h, n_q, n_k).
+    Returns (output (..., h, n_q, d_v), weights (..., h, n_q, n_k)).
+    """
+    xp, batch = _check(q, k, v)
+    h, h_kv = q.shape[-3], k.shape[-3]
+    q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
+    k_g, v_g = k[..., None, :, :], v[..., None, :, :]       # (..., h_kv, 1, n_k, ·)
+    mask_g = _grouped_mask(mask, q, k, batch, xp)
+    out, weights = scaled_dot_product_attention(q_g, k_g, v_g, mask_g)
+    return _heads(out, h), _heads(weights, h)               # (..., h, n_q, ·)
+
+
+def grouped_query_attention_backward(q, k, v, grad_output, mask=None):
+    """The gradients of grouped-query attention: those of scaled dot-product
+    attention on the grouped arrays. A key/value head shared by h / h_kv query
+    heads was used h / h_kv times, so it gets the sum of their gradients.
+
+    Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
+    """
+    xp, batch = _check(q, k, v)
+    _checks.namespace(q, grad_output, names=("q", "grad_output"))
+    expected = (*batch, *q.shape[-3:-1], v.shape[-1])
+    _checks.same(tuple(grad_output.shape), expected,
+                 f"grad_output must have the output's shape {expected}, got "
+                 f"{tuple(grad_output.shape)}")
+    h, h_kv = q.shape[-3], k.shape[-3]
+    q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
+    k_g, v_g = k[..., None, :, :], v[..., None, :, :]
+    g_g = xp.reshape(grad_output, (*batch, h_kv, h // h_kv, *grad_output.shape[-2:]))
+    grads = scaled_dot_product_attention_backward(
+        q_g, k_g, v_g, g_g, _grouped_mask(mask, q, k, batch, xp))
+    return tuple(xp.reshape(g, a.shape) for g, a in zip(grads, (q, k, v)))
+
+
+def _heads(a, h):
+    """(..., h_kv, h / h_kv, n_q, ·) back to (..., h, n_q, ·)."""
+    xp = array_namespace(a)
+    return xp.reshape(a, (*a.shape[:-4], h, *a.shape[-2:]))
+
+
+def _grouped_mask(mask, q, k, batch, xp):
+    """The mask of the scores (..., h, n_q, n_k) as (..., h_kv, h / h_kv, n_q, n_k)."""
+    if mask is None:
+        return None
+    h, h_kv = q.shape[-3], k.shape[-3]
+    m = as_mask(mask, q, (*batch, h, q.shape[-2], k.shape[-2]), xp)
+    if m.ndim >= 3 and m.shape[-3] == h and h > 1:
+        return xp.reshape(m, (*m.shape[:-3], h_kv, h // h_kv, *m.shape[-2:]))
+    if m.ndim >= 3:
+        return m[..., None, :, :]                           # one mask for every head
+    return m
+
+
+def _check(q, k, v):
+    """The namespace and the broadcast batch axes, after checking the shapes."""
+    xp = _checks.namespace(q, k, v, names=("q", "k", "v"))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        _checks.rank_at_least(a, 3, name, "(..., heads, n, d)")
+    _checks.same(q.shape[-1], k.shape[-1],
+                 f"q and k must share the feature size d_k: q {tuple(q.shape)}, "
+                 f"k {tuple(k.shape)}")
+    _checks.same(k.shape[-2], v.shape[-2],
+                 f"k and v must have the same length n_k: k {tuple(k.shape)}, "
+                 f"v {tuple(v.shape)}")
+    for name, a in (("q", q), ("k", k)):
+        _checks.non_empty(a.shape[-2], name, a.shape)
+    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    h, h_kv = q.shape[-3], k.shape[-3]
+    _checks.same(v.shape[-3], h_kv,
+                 f"k and v must have the same number of heads h_kv: "
+                 f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if h_kv == 0 or h % h_kv:
+        raise ValueError(
+            f"the number of query heads h = {h} must be a multiple of the number of "
+            f"key/value heads h_kv = {h_kv}: q {tuple(q.shape)}, k {tuple(k.shape)}")
+    batch = _checks.broadcast_shape(tuple(q.shape[:-3]), tuple(k.shape[:-3]))
+    if batch is not None:
+        batch = _checks.broadcast_shape(batch, tuple(v.shape[:-3]))
+    if batch is None:
+        raise ValueError(
+            f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)} and "
+            f"v {tuple(v.shape)} (all but the last three) do not broadcast")
+    return xp, batch
