@@ -64,9 +64,9 @@ def parser():
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sa = sub.add_parser("sample", help="continue a text with the model",
                         description="Continue PROMPT with bytes drawn from the model.")
-    sa.add_argument("prompt", nargs="?", default="\n\n", metavar="PROMPT",
-                    help="the text to continue (default: a blank line, the start of "
-                         "a page)")
+    sa.add_argument("prompt", nargs="?", default="", metavar="PROMPT",
+                    help="the text to continue, read as the start of a help page "
+                         "(default: nothing, a page from its first line)")
     sa.add_argument("--length", type=_number(int, 0, 5000), default=200,
                     help="bytes to add (default: %(default)s)")
     sa.add_argument("--temperature", type=_number(float, 0, 100), default=1.0,
@@ -131,16 +131,15 @@ def _usage(command, error):
 def _sample(args):
     try:
         check_sampling(args.temperature, args.top_k, args.top_p)
-        if not args.prompt:
-            raise ValueError("PROMPT must hold at least one character")
     except ValueError as e:
         return _usage("sample", e)
     params = load_model(args.model)
-    tokens, _ = generate(params, data.encode(args.prompt), args.length,
+    start = len(data.encode(data.SEPARATOR))   # a page's context: a blank line first
+    tokens, _ = generate(params, data.encode(data.SEPARATOR + args.prompt), args.length,
                          temperature=args.temperature, top_k=args.top_k,
                          top_p=args.top_p, rng=np.random.default_rng(args.seed),
                          context=trained_context(args.model))
-    sys.stdout.write(data.decode(tokens) + "\n")
+    sys.stdout.write(data.decode(tokens[start:]) + "\n")
     return 0
 
 
