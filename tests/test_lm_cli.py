@@ -136,3 +136,17 @@ def test_kneser_ney_is_a_distribution_for_every_history():
     p_the = baselines.kneser_ney_probs(train, np.array([(116 * 256 + 104) * 256 + 101]),
                                        0.7)
     assert p_the[0] > (3 - 0.7) / 3
+
+
+def test_the_log_is_written_at_every_evaluation(tmp_path):
+    from mini_transformer.pydoc_lm import Settings, train
+
+    seen = []
+
+    def watch(line):      # the log on disk when each step's line is printed
+        if line.startswith("step"):
+            seen.append(json.loads((tmp_path / LOG).read_text())["steps"])
+
+    train(Settings(steps=4, eval_every=2, d_model=8, n_heads=2, n_layers=1, context=8,
+                   batch=2), tmp_path, log=watch)
+    assert seen == [[2], [2, 4]]

@@ -4,7 +4,8 @@ Windows of ``context + 1`` bytes are drawn at random from the training text; the
 model (``lm_params``) learns with the NumPy hand gradients (``lm_loss_and_grads``)
 and Adam, the learning rate rising linearly for ``warmup`` steps and then falling
 as a cosine to a tenth of ``lr``. Every ``eval_every`` steps the development text
-is scored; the weights with the best development score are the model written.
+is scored; the weights with the best development score are the model written, and
+the log so far beside them.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def train(s: Settings, out_dir, log=print) -> dict:
                 best = dev_bpc
                 record["best_step"] = step
                 save_model(params, out_dir / MODEL)
+            # the log so far, beside the best weights: a stopped run keeps both
+            (out_dir / LOG).write_text(json.dumps(record) + "\n")
             log(f"step {step}: batch loss {float(loss):.3f}, dev {dev_bpc:.3f} bits "
                 f"per character, {time.time() - start:.0f} s")
     record |= {"wall_s": round(time.time() - start, 1),
