@@ -149,3 +149,35 @@ def test_a_window_gives_the_same_tokens_with_and_without_the_cache(context):
         n += 1
         if n - first > context:
             first = n - context // 2
+
+
+def test_the_ablation_script_2017_block_is_the_package_model():
+    """benchmarks/lm_ablation.py's 2017 block, given the package model's weights
+    (attention biases zero: the script's blocks have none), computes its logits."""
+    import dataclasses
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "lm_ablation.py"
+    spec = importlib.util.spec_from_file_location("lm_ablation", path)
+    ablation = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ablation)
+    p = small(seed=9, vocab=256, d_model=8, n_heads=2)
+    p = dataclasses.replace(p, decoder_layers=tuple(
+        dataclasses.replace(layer, self_attn=dataclasses.replace(
+            layer.self_attn, b_Q=0 * layer.self_attn.b_Q, b_K=0 * layer.self_attn.b_K,
+            b_V=0 * layer.self_attn.b_V, b_O=0 * layer.self_attn.b_O))
+        for layer in p.decoder_layers))
+    w = {"E": p.embedding, "nf_g": p.decoder_norm.gamma, "nf_b": p.decoder_norm.beta}
+    for i, layer in enumerate(p.decoder_layers):
+        a = layer.self_attn
+        w |= {f"{i}.n1_g": layer.norm1.gamma, f"{i}.n1_b": layer.norm1.beta,
+              f"{i}.n2_g": layer.norm2.gamma, f"{i}.n2_b": layer.norm2.beta,
+              f"{i}.Wo": a.W_O, f"{i}.W1": layer.ffn.W_1, f"{i}.b1": layer.ffn.b_1,
+              f"{i}.W2": layer.ffn.W_2, f"{i}.b2": layer.ffn.b_2}
+        for m, W in (("q", a.W_Q), ("k", a.W_K), ("v", a.W_V)):   # (h, d, d_k) -> (d, h d_k)
+            w[f"{i}.W{m}"] = W.transpose(1, 0, 2).reshape(W.shape[1], -1)
+    tokens = np.random.default_rng(3).integers(0, 256, (2, 9))
+    got = ablation.forward({k: torch.tensor(v) for k, v in w.items()},
+                           torch.tensor(tokens), (), 2, 2)
+    assert max_abs(got, mt.language_model(tokens, p)) < TOL64
