@@ -136,3 +136,10 @@ __all__ += [
     "swiglu",
     "swiglu_backward",
 ]
+
+# --- language models: sampling and the decoder-only model (chapter 18) ---------------
+from .lm import generate, language_model, lm_loss_and_grads, lm_params  # noqa: E402
+from .sampling import sampling_distribution  # noqa: E402
+
+__all__ += ["generate", "language_model", "lm_loss_and_grads", "lm_params",
+            "sampling_distribution"]
