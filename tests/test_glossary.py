@@ -74,6 +74,15 @@ PENDING: dict[tuple[str, str], str] = {
     ("06_positional", "rotary position embedding"):
         "\"A later scheme, rotary position embedding\" -> \"A later scheme, {term}`rotary "
         "position embedding`\"",
+    ("04_attention", "language model"):
+        "\"were produced by a language model\" -> \"were produced by a {term}`language "
+        "model`\"",
+    ("09_decoder", "decoder-only model"):
+        "\"A decoder-only model such as GPT\" -> \"A {term}`decoder-only model` such as "
+        "GPT\"",
+    ("16_trained_heads", "language model"):
+        "\"a language model tens of thousands of tokens\" -> \"a {term}`language model` "
+        "tens of thousands of tokens\"",
     ("12_cost_of_attention", "backward pass"):
         "\"the backward pass does not store $A$\" -> \"the {term}`backward pass` does not "
         "store $A$\"",
