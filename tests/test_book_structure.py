@@ -308,6 +308,21 @@ def _nb_code_cells(nb_path: Path):
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_as_jupyterlab_saves_it(nb_path):
+    """A chapter opened in JupyterLab is not marked modified: the kernel spec is the one a
+    reader's kernel writes, ``collapsed`` stands beside every ``outputs_hidden``, and the
+    cells the book hides are folded (``book/prose.py --sync`` stores them so; the JupyterLab
+    browser test checks the same thing in JupyterLab itself)."""
+    sys.path.insert(0, str(ROOT / "book"))
+    import prose
+
+    nb = json.loads(nb_path.read_text())
+    changed = prose.jupyterlab_form(nb)
+    assert not changed, (f"{nb_path.name} is not stored as JupyterLab saves it "
+                         f"({', '.join(changed[:4])}): run book/prose.py --sync on it")
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_lines_fit_the_column(nb_path):
     long = [f"cell {i}: {line!r}" for i, src in _nb_code_cells(nb_path)
             for line in src.splitlines() if len(line) > CODE_COLUMNS]
