@@ -3,18 +3,55 @@
 Each public function validates its inputs here, so a bad call fails with a
 ``ValueError`` that names the offending shapes or values instead of a bare
 NumPy/torch traceback or, worse, a silently wrong answer.
+
+The checks run at the door: ``at_door(check)`` runs ``check`` when a user calls
+the function, and skips it when the call comes from inside another checked call
+(``encoder_layer`` calling ``multi_head_attention``, a backward calling its
+forward's kernels), whose door checked the same arrays already.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import inspect
 import math
 
 import numpy as np
 
 from array_api_compat import array_namespace, device, is_array_api_obj
 
+_inside = contextvars.ContextVar("inside_a_checked_call", default=False)
 
-def _kind(a) -> str:
+
+def at_door(check):
+    """Decorator: ``check(**arguments)`` before a call from outside the package;
+    no check inside a call that was checked at its own door.
+
+    ``check`` receives every argument of the decorated function by name, defaults
+    filled in (it may take ``**_`` for those it does not read).
+    """
+    def decorate(f):
+        signature = inspect.signature(f)
+
+        @functools.wraps(f)
+        def door(*args, **kwargs):
+            if _inside.get():
+                return f(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            check(**bound.arguments)
+            token = _inside.set(True)
+            try:
+                return f(*args, **kwargs)
+            finally:
+                _inside.reset(token)
+        return door
+    return decorate
+
+
+def kind(a) -> str:
+    """The library and type of ``a``, as error messages name it: ``numpy.ndarray``."""
     return f"{type(a).__module__.split('.')[0]}.{type(a).__name__}"
 
 
@@ -35,7 +72,7 @@ def namespace(*arrays, names: tuple[str, ...] | None = None):
     try:
         xp = array_namespace(*(a for _, a in pairs))
     except TypeError:
-        kinds = ", ".join(f"{n}: {_kind(a)}" for n, a in pairs)
+        kinds = ", ".join(f"{n}: {kind(a)}" for n, a in pairs)
         raise ValueError(
             f"inputs mix array libraries ({kinds}); convert them all to one "
             "library (e.g. torch.as_tensor) first"

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mini_transformer"
 FLOORS = [
     # no import of the package: checks, the parameter-tree walker, data,
     # positions, tokens
-    ["_checks", "_grad", "tree", "positional", "bpe", "batching", "tasks"],
+    ["_checks", "_ops", "row_blocks", "tree", "positional", "bpe", "batching", "tasks"],
     # one idea each, on arrays
     ["softmax", "layernorm", "feedforward", "dropout", "checkpoint", "rmsnorm", "rotary",
      "swiglu"],
