@@ -8,7 +8,8 @@ from . import _checks
 from .dropout import dropout
 from .feedforward import check_feed_forward, feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .multihead import check_multi_head, multi_head_attention, multi_head_attention_backward
+from .multihead import (check_multi_head, multi_head_attention,
+                        multi_head_attention_backward)
 from .params import LayerNormParams
 
 
