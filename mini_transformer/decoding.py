@@ -23,7 +23,9 @@ from .attention import as_mask
 from .decoder import KVCache
 from .multihead import key_values
 from .softmax import log_softmax
-from .transformer import check_src_mask, decode, embed, encode, tied_embedding
+from . import _checks
+from .transformer import (check_model_inputs, check_src_mask, decode, embed, encode,
+                          tied_embedding)
 
 
 def length_penalty(length, alpha: float):
@@ -59,6 +61,7 @@ def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
     return h[..., -1, :] @ E.T                                  # (..., vocab_size)
 
 
+@_checks.at_door(check_model_inputs)
 def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
                   norm_first=None, attention=None, return_logits=False):
     """Greedy decoding: start from ``bos``, append the most likely next token, stop
@@ -93,6 +96,7 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
     return tokens, xp.stack(logits, axis=-2) if logits else empty
 
 
+@_checks.at_door(check_model_inputs)
 def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=4,
                 alpha=0.6, norm_first=None, attention=None):
     """The hypothesis Y of highest score log P(Y | X) / lp(Y) that a beam of

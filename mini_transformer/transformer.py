@@ -86,7 +86,7 @@ def check_src_mask(src_mask, x):
                             "(batch, 1, n_src)")
 
 
-def _check_model(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None, **_):
+def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None, **_):
     """Token ids in the vocabulary, one library, dtype and device for every array of
     the params, and a source mask on the keys."""
     E = tied_embedding(params)
@@ -95,7 +95,9 @@ def _check_model(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None, **_
     _checks.namespace(*leaves.values(), names=tuple(leaves))
     xp = array_namespace(E)
     src = _token_ids(src_tokens, E, xp, "src_tokens")
-    _token_ids(tgt_in if tgt_tokens is None else tgt_tokens, E, xp, "tgt_tokens")
+    tgt = tgt_in if tgt_tokens is None else tgt_tokens
+    if tgt is not None:                                 # none when decoding
+        _token_ids(tgt, E, xp, "tgt_tokens")
     _checks.mask_broadcasts(src_mask, (*src.shape[:-1], 1, src.shape[-1]), "src_mask",
                             "(batch, 1, n_src)")
 
@@ -161,7 +163,7 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     return out
 
 
-@_checks.at_door(_check_model)
+@_checks.at_door(check_model_inputs)
 def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
                 norm_first=None, attention=None, p_drop=0.0, rng=None):
     """The scores (logits) of the next token at every target position.
@@ -259,7 +261,7 @@ def key_mask(src_mask, x):
     return as_mask(src_mask, x, (*x.shape[:-2], 1, x.shape[-2]), array_namespace(x))
 
 
-@_checks.at_door(_check_model)
+@_checks.at_door(check_model_inputs)
 def loss_and_grads(
     params,
     src_tokens,
