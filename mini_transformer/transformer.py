@@ -90,9 +90,9 @@ def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=Non
     """Token ids in the vocabulary, one library, dtype and device for every array of
     the params, and a source mask on the keys."""
     E = tied_embedding(params)
-    _check_embedding(E)
     leaves = named_leaves(params)
     _checks.namespace(*leaves.values(), names=tuple(leaves))
+    _embedding_shape(E)
     xp = array_namespace(E)
     src = _token_ids(src_tokens, E, xp, "src_tokens")
     tgt = tgt_in if tgt_tokens is None else tgt_tokens
@@ -112,6 +112,10 @@ def _check_decode(tgt, memory, params, tgt_mask, memory_mask, caches, **_):
 
 def _check_embedding(embedding, **_):
     _checks.namespace(embedding, names=("embedding",))
+    _embedding_shape(embedding)
+
+
+def _embedding_shape(embedding):
     if embedding.ndim != 2 or 0 in embedding.shape:
         raise ValueError(f"embedding must have shape (vocab_size, d_model), got "
                          f"{tuple(embedding.shape)}")
