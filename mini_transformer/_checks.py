@@ -140,6 +140,33 @@ def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
     return batch
 
 
+def check_qkv(q, k, v, grad_output=None, **_):
+    """Refuse attention's q, k, v (and a gradient of its output) that do not fit
+    together."""
+    namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        rank_at_least(a, 2, name, "(..., n, d)")
+    same(q.shape[-1], k.shape[-1], "q and k must share the feature size d_k: "
+         f"q {tuple(q.shape)}, k {tuple(k.shape)}")
+    same(k.shape[-2], v.shape[-2], "k and v must have the same length n_k: "
+         f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+    non_empty(q.shape[-2], "q", q.shape)
+    non_empty(k.shape[-2], "k", k.shape)
+    non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    qk = broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
+    if qk is None:
+        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)} and k "
+                         f"{tuple(k.shape)} do not broadcast")
+    batch = broadcast_shape(qk, tuple(v.shape[:-2]))
+    if batch is None:
+        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)}, k "
+                         f"{tuple(k.shape)} and v {tuple(v.shape)} do not broadcast")
+    out = (*batch, q.shape[-2], v.shape[-1])
+    if grad_output is not None:
+        same(tuple(grad_output.shape), out, "grad_output must have the "
+             f"output's shape {out}, got {tuple(grad_output.shape)}")
+
+
 def same(a: int, b: int, what: str) -> None:
     if a != b:
         raise ValueError(what)

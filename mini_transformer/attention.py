@@ -107,33 +107,7 @@ def apply_mask(scores, mask):
     return scores + mask
 
 
-def check_qkv(q, k, v, grad_output=None, weights=None, **_):
-    """Refuse q, k, v (and a gradient of the output) that do not fit together."""
-    _checks.namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        _checks.rank_at_least(a, 2, name, "(..., n, d)")
-    _checks.same(q.shape[-1], k.shape[-1], "q and k must share the feature size d_k: "
-                 f"q {tuple(q.shape)}, k {tuple(k.shape)}")
-    _checks.same(k.shape[-2], v.shape[-2], "k and v must have the same length n_k: "
-                 f"k {tuple(k.shape)}, v {tuple(v.shape)}")
-    _checks.non_empty(q.shape[-2], "q", q.shape)
-    _checks.non_empty(k.shape[-2], "k", k.shape)
-    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
-    qk = _checks.broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
-    if qk is None:
-        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)} and k "
-                         f"{tuple(k.shape)} do not broadcast")
-    batch = _checks.broadcast_shape(qk, tuple(v.shape[:-2]))
-    if batch is None:
-        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)}, k "
-                         f"{tuple(k.shape)} and v {tuple(v.shape)} do not broadcast")
-    out = (*batch, q.shape[-2], v.shape[-1])
-    if grad_output is not None:
-        _checks.same(tuple(grad_output.shape), out, "grad_output must have the "
-                     f"output's shape {out}, got {tuple(grad_output.shape)}")
-
-
-@_checks.at_door(check_qkv)
+@_checks.at_door(_checks.check_qkv)
 def scaled_dot_product_attention(q, k, v, mask=None):
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V.
 
@@ -148,7 +122,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return weights @ v, weights  # (..., n_q, d_v)
 
 
-@_checks.at_door(check_qkv)
+@_checks.at_door(_checks.check_qkv)
 def scaled_dot_product_attention_backward(
     q, k, v, grad_output, mask=None, weights=None
 ):

@@ -23,7 +23,7 @@ import numpy as np
 from array_api_compat import is_numpy_array
 
 from ._ops import sum_to
-from .attention import check_qkv
+from ._checks import check_qkv
 from .row_blocks import cpus
 
 
