@@ -117,6 +117,22 @@ def features(a, d_model: int, name: str) -> None:
          f"(shape {tuple(a.shape)})")
 
 
+def normalisation(x, vectors: dict, grad_output=None) -> None:
+    """A normalisation's input x (..., d), its per-feature ``vectors`` ({"gamma": γ,
+    "beta": β}, each (d,) or None) and a gradient of x's shape."""
+    namespace(x, *vectors.values(), grad_output,
+              names=("x", *vectors, "grad_output"))
+    rank_at_least(x, 1, "x", "(..., d_model)")
+    non_empty(x.shape[-1], "the feature axis of x", x.shape)
+    for name, a in vectors.items():
+        if a is not None:
+            same(tuple(a.shape), (x.shape[-1],), f"{name} must have shape "
+                 f"({x.shape[-1]},) to match x {tuple(x.shape)}, got {tuple(a.shape)}")
+    if grad_output is not None:
+        same(tuple(grad_output.shape), tuple(x.shape), "grad_output must have x's "
+             f"shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
+
+
 def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
     """Refuse, in the caller's terms, a mask that does not broadcast to ``target``."""
     if mask is None:
