@@ -11,8 +11,11 @@ site's ``_static/translator/``, so the page always runs the model the package sh
 
 The file sets ``window.mtTranslatorData``: the sizes, the BPE (specials, alphabet,
 merges, vocabulary), the longest source of any number below a million (in tokens,
-EOS included), and every array of ``numbers_en_de.npz`` as float32, little-endian,
-base64, in the order the file holds them, each with its name, shape and offset.
+EOS included), the held-out numbers (development and test, never trained on; as
+the gaps between them), and every array of ``numbers_en_de.npz`` as float32,
+little-endian, base64, in the order the file holds them, each with its name, shape
+and offset. The task's constants, its English writer and the model's place are the
+package's (``mini_transformer.number_words``), never written again here.
 """
 
 from __future__ import annotations
@@ -27,40 +30,30 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the package beside the book
+    sys.path.insert(0, str(ROOT))
+
+from mini_transformer.number_words import files as _files  # noqa: E402
+from mini_transformer.number_words.data import MAX_NUMBER, split_numbers  # noqa: E402
+from mini_transformer.number_words.normalize import english  # noqa: E402
+
 BOOK = ROOT / "book"
-MODEL_DIR = ROOT / "mini_transformer" / "number_words" / "model"   # package data
-MODEL = MODEL_DIR / "numbers_en_de.npz"
-BPE_FILE = MODEL_DIR / "numbers_en_de_bpe.json"
+MODEL = _files.MODEL_DIR / _files.MODEL          # the package data
+BPE_FILE = _files.MODEL_DIR / _files.BPE_FILE
 SCRIPT = BOOK / "translator.js"
 OUT_NAME = "translator_data.js"
 STATIC = Path("_static") / "translator"      # in the built site
 FORMAT = "mini_transformer.translator_data"
 
 
-def english_words_below_1000(a: int) -> str:
-    """num2words' English for 0 <= a < 1000 (the held-out test checks the joins)."""
-    from num2words import num2words
-
-    return num2words(a, lang="en")
-
-
-def english_number(n: int) -> str:
-    """num2words(n, lang="en") for 0 <= n < 1,000,000, from the words below 1000:
-    "<a> thousand", then ", <b>" (b >= 100) or " and <b>" (0 < b < 100)."""
-    a, b = divmod(n, 1000)
-    if a == 0:
-        return english_words_below_1000(b)
-    head = english_words_below_1000(a) + " thousand"
-    if b == 0:
-        return head
-    return head + (", " if b >= 100 else " and ") + english_words_below_1000(b)
+english_number = english   # num2words' English, the package's writer
 
 
 def longest_source(bpe) -> tuple[int, int]:
     """(n, tokens): a number below a million whose English has the most BPE tokens,
     EOS included. BPE encodes word by word, and the words of a (the thousands) and
     of b (the rest) do not meet, so the longest is a number of the longest a."""
-    count = [len(bpe.encode(english_words_below_1000(a))) for a in range(1000)]
+    count = [len(bpe.encode(english(a))) for a in range(1000)]
     a = max(range(1, 1000), key=count.__getitem__)
     n = max([*range(1000), *range(a * 1000, a * 1000 + 1000)],
             key=lambda n: len(bpe.encode(english_number(n))))
@@ -69,8 +62,6 @@ def longest_source(bpe) -> tuple[int, int]:
 
 def build(model=MODEL, bpe_file=BPE_FILE) -> str:
     """The text of translator_data.js (the same bytes for the same inputs)."""
-    if str(ROOT) not in sys.path:  # the package beside the book
-        sys.path.insert(0, str(ROOT))
     from mini_transformer import BPE, TransformerParams
 
     params = TransformerParams.load(model)             # checks the file
@@ -85,6 +76,7 @@ def build(model=MODEL, bpe_file=BPE_FILE) -> str:
         offset += a.size
     layer = params.encoder_layers[0]
     longest_n, longest_tokens = longest_source(bpe)
+    _, held = split_numbers()
     data = {
         "format": FORMAT, "version": 1,
         "source": {"model": model.name, "bpe": Path(bpe_file).name,
@@ -98,7 +90,8 @@ def build(model=MODEL, bpe_file=BPE_FILE) -> str:
         "specials": list(bpe.specials), "alphabet": list(bpe.alphabet),
         "merges": [list(m) for m in bpe.merges], "vocab": bpe.vocab,
         "pad_id": bpe.pad_id, "bos_id": bpe.bos_id, "eos_id": bpe.eos_id,
-        "max_number": 999_999, "held_out_modulus": 97,
+        "max_number": MAX_NUMBER,
+        "held_out_gaps": np.diff(held, prepend=0).tolist(),
         "longest_source": {"number": longest_n, "tokens": longest_tokens},
         "tensors": tensors, "size": offset,
         "weights": base64.b64encode(b"".join(chunks)).decode("ascii"),

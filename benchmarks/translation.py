@@ -5,9 +5,9 @@
    about 3,000 tokens, dropout 0.1, label smoothing 0.1, float32) three ways: NumPy
    with the hand gradients (``loss_and_grads``), and ``torch.nn.Transformer`` with
    autograd and ``torch.optim.Adam`` at the same size, the same schedule.
-2. Time to >= 99% held-out exact match (greedy, on 500 held-out numbers checked
+2. Time to >= 99% development exact match (greedy, on 500 development numbers checked
    every 50 steps; evaluation time not counted), both ways, from the same start.
-3. Decoding all 10,310 held-out numbers with the committed model: greedy and beam 4
+3. Decoding all 5,181 development numbers with the committed model: greedy and beam 4
    (α = 0.6), seconds and exact match.
 4. Characters against subwords: the same model, the same NumPy training, on the
    BPE's tokens and on single characters, for the same seconds of training; held-out
@@ -34,7 +34,7 @@ import torch
 import mini_transformer as mt
 from mini_transformer.number_words import encode_pairs, load_model, training_numbers
 from mini_transformer.optim import AdamState, adam_step, learning_rate
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.tasks import dev_test_numbers, number_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import TorchNNTrainer, median_time  # noqa: E402
@@ -49,7 +49,7 @@ def setup(seed=0, n_pool=30_000, n_eval=500, n_bpe=5000):
     bpe = mt.BPE.learn([t for p in number_words(training_numbers(rng, n_bpe))
                         for t in p], VOCAB)
     src, tgt = encode_pairs(number_words(training_numbers(rng, n_pool)), bpe)
-    _, held = split_numbers()
+    held, _ = dev_test_numbers()          # development numbers: never the test's
     held = rng.choice(held, n_eval, replace=False)
     evaluation = number_words(held)
     params = mt.TransformerParams.random(rng, vocab_size=len(bpe), d_model=64,
@@ -153,7 +153,7 @@ def chars_vs_subwords(bpe, pool, evaluation, seconds, seed=0):
 
 def decoding(n=None):
     params, bpe = load_model()
-    _, held = split_numbers()
+    held, _ = dev_test_numbers()          # development numbers: never the test's
     pairs = number_words(held[:n])
     sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     out = {}

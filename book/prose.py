@@ -66,6 +66,9 @@ def format_value(text: str, fmt: str | None) -> str:
     return format(value, fmt)
 
 
+# What the book hides (the tags) stays folded in JupyterLab (``jupyter.*_hidden``).
+FOLDED = {"remove-cell": ("source", "outputs"), "hide-cell": ("source", "outputs"),
+          "hide-input": ("source",)}
 # What JupyterLab sets in a notebook it opens: the kernel spec of the kernel a reader runs
 # (ipykernel's), and ``collapsed`` beside every ``jupyter.outputs_hidden`` (its model keeps
 # the two in step).
@@ -73,13 +76,22 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 
 def jupyterlab_form(nb: dict) -> list[str]:
-    """Bring ``nb`` to the form JupyterLab saves (in place); returns what it changed."""
+    """Bring ``nb`` to the form JupyterLab saves, with the book's hidden cells folded (in
+    place); returns what it changed."""
     changed = []
-    if nb["metadata"].get("kernelspec") != KERNELSPEC:
+    if "metadata" in nb and nb["metadata"].get("kernelspec") != KERNELSPEC:
         nb["metadata"]["kernelspec"] = dict(KERNELSPEC)
         changed.append("kernelspec")
     for i, cell in enumerate(nb["cells"]):
-        meta = cell.get("metadata", {})
+        meta = cell.setdefault("metadata", {})
+        tags = meta.get("tags", [])
+        for tag, parts in FOLDED.items():
+            if cell["cell_type"] == "code" and tag in tags:
+                jupyter = meta.setdefault("jupyter", {})
+                for part in parts:
+                    if jupyter.get(f"{part}_hidden") is not True:
+                        jupyter[f"{part}_hidden"] = True
+                        changed.append(f"cell {i}: {part}_hidden")
         hidden = meta.get("jupyter", {}).get("outputs_hidden")
         if cell["cell_type"] == "code" and hidden is not None and meta.get("collapsed") != hidden:
             meta["collapsed"] = hidden
@@ -155,8 +167,12 @@ def _rewrite(text: str, values: dict[str, str], book_dir: Path, problems: list[s
             out.append(before + m[0])
         else:
             shown = format_value(values[key], fmt)
-            if not before.endswith(shown):
-                old = NUMBER.search(before)
+            old = NUMBER.search(before)
+            # a number must be the whole number before the marker: "21" never shows "1"
+            # (a written plus sign, "+3", may stand before a positive value)
+            whole = (old is None or not NUMBER.fullmatch(shown)
+                     or old[0].removeprefix("+") == shown.removeprefix("+"))
+            if not (before.endswith(shown) and whole):
                 got = before[-max(len(shown), 1) :] if old is None else old[0]
                 problems.append(f"{key}: the prose shows {got!r}, the value is {shown!r}")
                 if old is not None and old[0]:

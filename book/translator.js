@@ -18,6 +18,9 @@ window.mtTranslator = (function () {
   var D = window.mtTranslatorData;
   if (!D) throw new Error("translator_data.js did not load before translator.js");
   var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size, EOW = "</w>";
+  // the held-out numbers (development and test), from the gaps between them
+  var HELD_OUT = [], held = 0;
+  D.held_out_gaps.forEach(function (g) { held += g; HELD_OUT.push(held); });
 
   // --- the weights: float32, little-endian, base64 -> one Float32Array each ----
   // (kept in float32, as stored: half the memory a step reads; arithmetic is float64)
@@ -73,8 +76,8 @@ window.mtTranslator = (function () {
   function norms(prefix, n) {
     var out = [];
     for (var i = 1; i <= n; i++)
-      out.push({g: get(prefix + ".norm" + i + "_gamma"),
-                b: get(prefix + ".norm" + i + "_beta")});
+      out.push({g: get(prefix + ".norm" + i + ".gamma"),
+                b: get(prefix + ".norm" + i + ".beta")});
     return out;
   }
 
@@ -89,10 +92,10 @@ window.mtTranslator = (function () {
     dec.push({self: mha(p + ".self_attn"), cross: mha(p + ".cross_attn"),
               ffn: ffn(p + ".ffn"), norm: norms(p, 3)});
   }
-  var finalNorm = W["decoder_norm_gamma"] ?
-    {g: get("decoder_norm_gamma"), b: get("decoder_norm_beta")} : null;
-  var encNorm = W["encoder_norm_gamma"] ?
-    {g: get("encoder_norm_gamma"), b: get("encoder_norm_beta")} : null;
+  var finalNorm = W["decoder_norm.gamma"] ?
+    {g: get("decoder_norm.gamma"), b: get("decoder_norm.beta")} : null;
+  var encNorm = W["encoder_norm.gamma"] ?
+    {g: get("encoder_norm.gamma"), b: get("encoder_norm.beta")} : null;
 
   // --- the equations ----------------------------------------------------------
 
@@ -497,15 +500,37 @@ window.mtTranslator = (function () {
 
   // --- reading what people type (mini_transformer.number_words.normalize) -------
   // The same rules and the same messages as the package: any case; spaces around,
-  // repeated, tabs or non-breaking; "forty two" or "forty-two"; with or without
-  // "and" and the comma after "thousand". Anything else is refused, with its kind:
-  // empty, too-long (checked first), digits, beyond, word, form.
+  // repeated, tabs or non-breaking; "forty two" or "forty-two", the hyphen also a
+  // Unicode hyphen or dash (U+2010 to U+2014, U+2212); with or without "and" and
+  // the comma after "thousand"; "a" for "one" before "hundred" or "thousand";
+  // hundreds counted past ten ("nineteen hundred and eighty-four"); punctuation at
+  // the end. Anything else is refused, with its kind: empty, too-long (checked
+  // first), not-text (control characters, undecodable bytes), digits, beyond,
+  // word, form.
 
   var MAX_CHARS = 300;            // the longest number below a million has 73
   var BEYOND = ["million", "millions", "billion", "billions", "trillion",
                 "trillions"];
   var ACCEPTS = "the translator takes English number words from zero to 999,999, " +
     "such as \"forty-two\" or \"twelve thousand, three hundred and forty-five\"";
+
+  var DASHES = /[\u2010\u2011\u2012\u2013\u2014\u2212]/g;
+  var SPACES = " \t\n\r\f\v\u00a0";
+
+  // a control character other than a space, a lone surrogate or U+FFFD
+  function notText(t) {
+    for (var i = 0; i < t.length; i++) {
+      var c = t.charCodeAt(i);
+      if ((c < 32 || (c >= 127 && c < 160)) && SPACES.indexOf(t[i]) < 0) return true;
+      if (c === 0xfffd) return true;
+      if (c >= 0xd800 && c < 0xdc00) {
+        var d = t.charCodeAt(i + 1);
+        if (!(d >= 0xdc00 && d < 0xe000)) return true;
+        i += 1;
+      } else if (c >= 0xdc00 && c < 0xe000) return true;
+    }
+    return false;
+  }
 
   function quoted(t) {                   // cut by characters, as Python slices
     var chars = Array.from(t);
@@ -520,8 +545,12 @@ window.mtTranslator = (function () {
       return {kind: "too-long", error: "the input has " + length.toLocaleString("en") +
               " characters, more than the " + MAX_CHARS + " the translator reads " +
               "(the longest number below a million has 73 in words)"};
-    var spaced = text.toLowerCase().replace(/[ \t\n\r\f\v\u00a0]+/g, " ")
-      .replace(/^ +| +$/g, "");
+    if (notText(text))
+      return {kind: "not-text", error: "the input holds control characters or bytes " +
+              "that are not text (binary data?): " + ACCEPTS};
+    var spaced = text.replace(DASHES, "-").toLowerCase()
+      .replace(/[ \t\n\r\f\v\u00a0]+/g, " ").replace(/^ +| +$/g, "")
+      .replace(/[.!?;:, ]+$/, "");
     var words = spaced.replace(/,/g, " , ").replace(/-/g, " - ").split(" ")
       .filter(function (w) { return w !== ""; });
     var shown = quoted(spaced);
@@ -533,7 +562,7 @@ window.mtTranslator = (function () {
       return {kind: "beyond", error: shown + " is a million or more: " + ACCEPTS};
     var unknown = words.filter(function (w) {
       return ONES.indexOf(w) < 0 && (TENS.indexOf(w) < 2) &&
-        ["hundred", "thousand", "and", ",", "-"].indexOf(w) < 0;
+        ["hundred", "thousand", "and", ",", "-", "a"].indexOf(w) < 0;
     });
     if (unknown.length)
       return {kind: "word", error: quoted(unknown[0]) +
@@ -549,6 +578,10 @@ window.mtTranslator = (function () {
   // ty ["-"] unit. Returns the number, or null.
   function parseWords(words) {
     if (words.length === 1 && words[0] === "zero") return 0;
+    var h = hundredsPastTen(words);
+    if (h !== null) return h;
+    if (words[0] === "a" && words[1] === "thousand")
+      words = ["one"].concat(words.slice(1));
     var r = part(words, 0);
     if (r.n === null) return null;
     var n = r.n, i = r.i;
@@ -567,10 +600,23 @@ window.mtTranslator = (function () {
 
   function isUnit(w) { var k = ONES.indexOf(w); return k >= 1 && k <= 9; }
 
+  // 1,100 ... 9,999 said in hundreds ("nineteen hundred [and] [eighty-four]"), or
+  // null
+  function hundredsPastTen(words) {
+    var c = tens(words, 0), i = c.i;
+    if (c.n === null || c.n < 11 || words[i] !== "hundred") return null;
+    i += 1;
+    if (i === words.length) return 100 * c.n;
+    if (words[i] === "and") i += 1;
+    var rest = tens(words, i);
+    return rest.n !== null && rest.i === words.length ? 100 * c.n + rest.n : null;
+  }
+
   // {n, i}: the number 1..999 at words[i] and the next index, or {n: null, i}.
   function part(words, i) {
-    if (isUnit(words[i]) && words[i + 1] === "hundred") {
-      var n = 100 * ONES.indexOf(words[i]);
+    var unit = words[i] === "a" && words[i + 1] === "hundred" ? "one" : words[i];
+    if (isUnit(unit) && words[i + 1] === "hundred") {
+      var n = 100 * ONES.indexOf(unit);
       i += 2;
       if (words[i] === "and") {
         var after = tens(words, i + 1);
@@ -714,7 +760,7 @@ window.mtTranslator.mount = function (root) {
   var pick = pickLabel.appendChild(el("input", {type: "number", min: "0", max: "999999",
     step: "1", "data-testid": "number", "class": "mtt-number"}));
   var random = row2.appendChild(el("button", {type: "button", "data-testid": "random",
-    "aria-label": "a random held-out number (n divisible by 97, never trained on)"},
+    "aria-label": "a random held-out number (never trained on)"},
     "random held-out number"));
   var row3 = form.appendChild(el("div", {"class": "mtt-row"}));
   function range(label, testid, min, max, step, value) {
@@ -1003,8 +1049,7 @@ window.mtTranslator.mount = function (root) {
     run();
   });
   random.addEventListener("click", function () {
-    var n = D.held_out_modulus * Math.floor(Math.random() *
-      (Math.floor(D.max_number / D.held_out_modulus) + 1));
+    var n = HELD_OUT[Math.floor(Math.random() * HELD_OUT.length)];
     pick.value = String(n);
     text.value = T.english(n);
     run();

@@ -25,18 +25,24 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
 - ``loss``: cross-entropy with label smoothing and its gradient (§5.4).
 - ``optim``: Adam and the paper's learning-rate schedule (§5.3).
 - ``params``: the weight containers (frozen dataclasses of arrays).
+- ``sampling``: the distribution a sampler draws from (greedy, temperature, top-k,
+  top-p) and the draw.
 - ``multihead``: multi-head attention and its backward (§3.2.2).
 - ``tiled``: attention in tiles with an online softmax, forward and backward.
 - ``encoder``, ``decoder``: one layer and the stack each; the decoder's
   ``KVCache``.
 - ``transformer``: the whole model (§3), and its loss and gradients.
 - ``decoding``: greedy search and beam search with the length penalty (§6.1).
+- ``lm``: the decoder-only language model (chapter 18): params, forward, loss and
+  gradients through the decoder with no memory, generation with the key/value cache.
 - ``rmsnorm``, ``rotary``, ``swiglu``, ``grouped_query``: chapter 19's changes since
   2017 (RMSNorm, rotary position embedding, SwiGLU, grouped-query attention), forward
   and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
 - ``number_words``: the chapter-15 experiment (data, training, command line),
   outside the equations.
+- ``pydoc_lm``: chapter 18's experiment (Python's help pages split by topic, n-gram
+  baselines, training, bits per character, the ``pydoc-lm`` command).
 - ``torch``: ``nn.Module`` wrappers (``torch.modules``) and weight conversion to
   and from ``torch.nn`` (``torch.convert``, which imports numpy and torch only).
 """
@@ -139,3 +145,10 @@ __all__ += [
     "swiglu",
     "swiglu_backward",
 ]
+
+# --- language models: sampling and the decoder-only model (chapter 18) ---------------
+from .lm import generate, language_model, lm_loss_and_grads, lm_params  # noqa: E402
+from .sampling import sampling_distribution  # noqa: E402
+
+__all__ += ["generate", "language_model", "lm_loss_and_grads", "lm_params",
+            "sampling_distribution"]

@@ -85,46 +85,12 @@ def sequence_accuracy(decoded, tgt_out) -> float:
 
 
 # --- English number words to German (the translation chapter) ------------------
+# The task lives in ``number_words.data``; its names are kept here for the chapters.
 
-HELD_OUT_MODULUS = 97
-MAX_NUMBER = 999_999  # "eine Million" has a space: stay below a million
+from .number_words.data import (  # noqa: E402
+    MAX_NUMBER, dev_test_numbers, is_held_out, number_words, shape_of,
+    split_numbers)
 
-
-def is_held_out(n) -> bool:
-    """The held-out rule: n is never trained on, nor used to learn the BPE, when
-    n % 97 == 0 and n > 0 (97, 194, ... 999,973: every length from two to six
-    digits). Zero is trained on: it is the only number with its word ("zero",
-    "null"), so a model that never saw it could not know it."""
-    return int(n) % HELD_OUT_MODULUS == 0 and int(n) > 0
-
-
-def split_numbers(low: int = 0, high: int = MAX_NUMBER):
-    """(train, held_out): the integers low..high (inclusive) split by ``is_held_out``,
-    as int64 arrays in increasing order."""
-    for name, n in (("low", low), ("high", high)):
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-            raise ValueError(f"{name} must be an integer, got {n!r}")
-    if not 0 <= low <= high <= MAX_NUMBER:
-        raise ValueError(f"need 0 <= low <= high <= {MAX_NUMBER}, got low={low}, "
-                         f"high={high}")
-    n = np.arange(low, high + 1, dtype=np.int64)
-    held = (n % HELD_OUT_MODULUS == 0) & (n > 0)
-    return n[~held], n[held]
-
-
-def number_words(numbers, src_lang: str = "en", tgt_lang: str = "de"):
-    """[(source, target), ...]: each number written out by ``num2words`` in both
-    languages, e.g. 342 -> ("three hundred and forty-two", "dreihundertzweiundvierzig").
-
-    numbers: integers in 0..999,999. num2words is a rule system nobody here wrote
-    (pinned in requirements.txt); its quirks are kept as they are.
-    """
-    from num2words import num2words
-
-    out = []
-    for n in numbers:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
-                or not 0 <= n <= MAX_NUMBER:
-            raise ValueError(f"numbers must be integers in 0..{MAX_NUMBER}, got {n!r}")
-        out.append((num2words(int(n), lang=src_lang), num2words(int(n), lang=tgt_lang)))
-    return out
+__all__ = ["BOS", "EOS", "FIRST_SYMBOL", "MAX_NUMBER", "dev_test_numbers",
+           "is_held_out", "number_words", "reverse_task", "sequence_accuracy",
+           "shape_of", "sort_task", "split_numbers"]

@@ -119,3 +119,18 @@ def test_held_out_loss_is_the_mean_nll_of_each_pair_alone():
         count += len(tgt) - 1
     assert math.isclose(ablations.held_out_loss(params, pairs, bpe), total / count,
                         rel_tol=1e-9)
+
+
+def test_only_keeps_the_other_experiments(tmp_path):
+    """--only reruns some experiments and keeps the others from the existing file."""
+    import ablations
+
+    out = tmp_path / "ablations.json"
+    ablations.main(["--quick", "--only", "smoothing", "--out", str(out)])
+    first = json.loads(out.read_text())
+    ablations.main(["--quick", "--only", "layernorm", "--out", str(out)])
+    merged = json.loads(out.read_text())
+    assert set(merged["experiments"]) == {"smoothing", "layernorm"}
+    assert merged["experiments"]["smoothing"] == first["experiments"]["smoothing"]
+    assert merged["meta"]["only"] == ["layernorm"]
+    assert merged["meta"]["previous_meta"] == first["meta"]

@@ -84,10 +84,22 @@ def test_1_unanswered():
     assert ch01.check_1({"table": TABLE, "angles": ...}).ok is None
 
 
-# By hand, n = 6, d_model = 512, d_k = 64: 36 entries, 6·7/2 = 21 distinct,
-# 36·64 = 2,304, 21·64 = 1,344, and 2 · 6 · 512 · 64 = 393,216 for the two projections.
-COUNTS = {"entries": 36, "distinct": 21, "table_mults": 2304, "distinct_mults": 1344,
-          "projection_mults": 393216}
+# By hand, n = 6, d_model = 512, d_k = 64: 36 entries, all 36 can differ (QKᵀ is not
+# symmetric when W^Q ≠ W^K), 6·7/2 = 21 distinct with a shared projection, 36·64 = 2,304,
+# 21·64 = 1,344, and 2 · 6 · 512 · 64 = 393,216 for the two projections.
+COUNTS = {"entries": 36, "distinct": 36, "distinct_shared": 21, "table_mults": 2304,
+          "distinct_mults": 1344, "projection_mults": 393216}
+
+
+def test_2_a_head_table_has_36_distinct_entries():
+    # the answer the chapter teaches (QKᵀ is not symmetric) is accepted; 21, the count of
+    # the symmetric X Xᵀ, is refused with the reason
+    assert ch01.check_2({k: (36 if k == "distinct" else ...) for k in COUNTS}).ok is None
+    assert "Right so far" in ch01.check_2(
+        {k: (36 if k == "distinct" else ...) for k in COUNTS}).message
+    verdict = ch01.check_2({**COUNTS, "distinct": 21})
+    assert verdict.ok is False and verdict.mistake == "symmetric"
+    assert "W^Q ≠ W^K" in verdict.message
 
 
 def test_2_reference_is_right():
@@ -96,8 +108,9 @@ def test_2_reference_is_right():
 
 
 @pytest.mark.parametrize("part, wrong, key, word", [
-    ("distinct", 6 * 5 // 2, "no-diagonal", "diagonal"),
-    ("distinct", 36 / 2, "half", "diagonal"),
+    ("distinct_shared", 6 * 5 // 2, "no-diagonal", "diagonal"),
+    ("distinct_shared", 36 / 2, "half", "diagonal"),
+    ("distinct_shared", 36, "all-entries", "symmetric"),
     ("table_mults", 36 * 512, "d_model", "d_k"),
     ("table_mults", 36 * 64 ** 2, "d-squared", "d²"),
     ("distinct_mults", 15 * 64, "no-diagonal", "diagonal"),

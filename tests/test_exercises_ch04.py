@@ -53,9 +53,20 @@ def test_2_mistakes_are_named(answer, key, word):
 
 
 def test_2_other_values_are_told_their_weight():
-    # 1.5: the weight is 1 / (1 + exp(-1.5 * 2 sqrt 2)), printed to 4 decimals
+    # 1.5: the weight is 1 / (1 + exp(-1.5 * 2 sqrt 2)), printed to 6 decimals
     w = 1 / (1 + math.exp(-1.5 * GAP))
-    refused(ch04.check_2(1.5), "value", f"{w:.4f}")
+    refused(ch04.check_2(1.5), "value", f"{w:.6f}")
+
+
+def test_2_a_rounded_rho_whose_weight_is_0_99_is_right():
+    # 1.625 (rho to 3 decimals): weight 0.990013, which is 0.99 to four decimals; the
+    # checker once answered "puts weight 0.9900 on "piyo", not 0.99"
+    assert abs(1 / (1 + math.exp(-1.625 * GAP)) - 0.99) < 5e-5
+    assert ch04.check_2(1.625).ok is True
+    # 1.62: weight 0.989870, told with enough digits to see why it is not 0.99
+    verdict = ch04.check_2(1.62)
+    refused(verdict, "value", "0.989870")
+    assert "less than 0.99" in verdict.message
 
 
 def test_2_unanswered():
@@ -80,7 +91,33 @@ def test_3_reference_is_right():
         return loop_mask(n_q, n_k, lambda i, j, off: j <= i + off)
 
     assert ch04.check_3(ref).ok is True
-    assert ch04.check_3(lambda n_q, n_k: ref(n_q, n_k).astype(int)).ok is True
+
+
+def test_3_an_int_mask_the_package_refuses_is_refused():
+    # the right pattern as 0/1 integers: mt.scaled_dot_product_attention raises on it
+    def ints(n_q, n_k):
+        return loop_mask(n_q, n_k, lambda i, j, off: j <= i + off).astype(int)
+
+    import mini_transformer as mt
+    with pytest.raises(ValueError, match="bool"):
+        mt.scaled_dot_product_attention(np.ones((2, 2)), np.ones((6, 2)), np.ones((6, 2)),
+                                        mask=ints(2, 6))
+    refused(ch04.check_3(ints), "not-bool", "boolean")
+
+
+def test_3_an_all_true_mask_is_told_it_masks_nothing():
+    verdict = ch04.check_3(lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool))
+    refused(verdict, "all-true", "masks nothing")
+    assert "one key too many" not in verdict.message
+
+
+def test_3_torch_mask_is_refused():
+    torch = pytest.importorskip("torch")
+
+    def torch_mask(n_q, n_k):
+        return torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
+
+    refused(ch04.check_3(torch_mask), "reference-library", "torch tensor")
 
 
 @pytest.mark.parametrize("rule, key, word", [
@@ -171,6 +208,34 @@ def cleaned_after(Q, K, V, mask):
 def test_4_mistakes_are_named(fn, key, word):
     with np.errstate(invalid="ignore"):
         refused(ch04.check_4(fn), key, word)
+
+
+def nan_cleaned_only(Q, K, V, mask):
+    # NaN values replaced before the product, infinite ones left in
+    return weights_then_product(Q, K, np.nan_to_num(V, nan=0.0, posinf=np.inf,
+                                                    neginf=-np.inf), mask)
+
+
+def test_4_cleaning_only_nan_is_told_about_inf():
+    with np.errstate(invalid="ignore"):
+        verdict = ch04.check_4(nan_cleaned_only)
+    refused(verdict, "inf-through-the-weights", "0 * inf")
+
+
+def test_4_torch_attention_is_refused():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+
+    def torch_attention(Q, K, V, mask):      # torch's own function, results as NumPy
+        V = np.where(mask.any(axis=0)[:, None], V, 0.0)
+        out = F.scaled_dot_product_attention(*(torch.as_tensor(a) for a in (Q, K, V)),
+                                             attn_mask=torch.as_tensor(mask))
+        return out.numpy()
+
+    refused(ch04.check_4(torch_attention), "reference-library",
+            "scaled_dot_product_attention")
+    # the watch ends with the check: torch's function is torch's again
+    assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"
 
 
 def test_4_errors_and_unanswered():

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from exercises import ch08  # noqa: E402
 
 import mini_transformer as mt  # noqa: E402
+from mini_transformer.torch.convert import encoder_layer_from_torch  # noqa: E402
 
 
 # --- exercise 1: the big model's encoder layer ----------------------------------------
@@ -46,6 +47,10 @@ def test_1_names_the_mistakes():
     layer = _torch_count(d, 16, d_ff)
     v = ch08.check_1((layer, 6 * layer + 37000 * d))       # the embedding added
     assert v.ok is False and v.mistake == "stack" and "stack" in v.message
+    # W^O forgotten: attention counted as three projections (with or without its bias)
+    for no_w_o in (layer - d * d - d, layer - d * d):
+        v = ch08.check_1((no_w_o, 6 * no_w_o))
+        assert v.ok is False and v.mistake == "no-W_O" and "W^O" in v.message
     v = ch08.check_1((6 * layer, layer))
     assert v.ok is False and v.mistake == "swapped"
     assert "12596224" not in v.message and "12,596,224" not in v.message
@@ -71,10 +76,10 @@ def _params(torch_norm):
 def reference(x, stack):
     # pre-LN, one layer at a time: x + MultiHead(LN1(x)), then x + FFN(LN2(x))
     for layer in stack.layers:
-        p = mt.EncoderLayerParams.from_torch(layer)
-        h = _layer_norm(x, p.norm1_gamma, p.norm1_beta, p.eps)
+        p = encoder_layer_from_torch(layer)
+        h = _layer_norm(x, p.norm1.gamma, p.norm1.beta, p.eps)
         x = x + mt.multi_head_attention(h, p.attn)[0]
-        h = _layer_norm(x, p.norm2_gamma, p.norm2_beta, p.eps)
+        h = _layer_norm(x, p.norm2.gamma, p.norm2.beta, p.eps)
         x = x + mt.feed_forward(h, p.ffn)
     return _layer_norm(x, *_params(stack.norm), stack.norm.eps)
 
@@ -91,21 +96,21 @@ def test_4_accepts_torch_tensors():
 
 def test_4_names_the_mistakes():
     def no_final_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         return mt.encoder(x, layers, norm_first=True)
 
     def post_ln(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers)                     # norm_first left at False
         return mt.layer_norm(out, *_params(stack.norm), stack.norm.eps)
 
     def default_eps(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers, norm_first=True)
         return mt.layer_norm(out, *_params(stack.norm))
 
     def plain_norm(x, stack):
-        layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
         out = mt.encoder(x, layers, norm_first=True)
         d = out.shape[-1]
         return mt.layer_norm(out, np.ones(d), np.zeros(d), stack.norm.eps)
@@ -118,9 +123,45 @@ def test_4_names_the_mistakes():
         assert v.ok is False and v.mistake == key and word in v.message, (key, v)
 
 
+def test_4_refuses_torch_own_output():
+    # the stack's own forward, its layers' forwards, or torch's final LayerNorm: each
+    # hands back torch's result instead of computing with the package
+    def whole_stack(x, stack):
+        with torch.no_grad():
+            return stack(torch.as_tensor(x)).numpy()
+
+    def layer_by_layer(x, stack):
+        h = torch.as_tensor(x)
+        with torch.no_grad():
+            for layer in stack.layers:
+                h = layer.forward(h)
+            return stack.norm(h).numpy()
+
+    def torch_final_norm(x, stack):
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
+        out = mt.encoder(x, layers, norm_first=True)
+        with torch.no_grad():
+            return stack.norm(torch.as_tensor(out)).numpy()
+
+    def functional_norm(x, stack):
+        layers = [encoder_layer_from_torch(l) for l in stack.layers]
+        out = torch.as_tensor(mt.encoder(x, layers, norm_first=True))
+        w, b = stack.norm.weight.detach(), stack.norm.bias.detach()
+        return torch.nn.functional.layer_norm(out, out.shape[-1:], w, b,
+                                              stack.norm.eps).numpy()
+
+    for fn in (whole_stack, layer_by_layer, torch_final_norm, functional_norm):
+        v = ch08.check_4(fn)
+        assert v.ok is False and v.mistake == "reference-library", (fn.__name__, v)
+        assert "mt.encoder" in v.message
+    # the torch functions are torch's again after the check
+    assert torch.nn.functional.layer_norm.__name__ == "layer_norm"
+    assert ch08.check_4(reference).ok is True
+
+
 def test_4_reports_an_error_and_an_unknown_mistake():
     def crashes(x, stack):
-        return stack(x)                                 # a NumPy array, not a tensor
+        return mt.encoder(x, stack.layers)              # torch layers, not params
     v = ch08.check_4(crashes)
     assert v.ok is False and v.mistake == "raises"
 

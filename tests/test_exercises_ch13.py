@@ -50,6 +50,18 @@ def test_1_mistakes():
     assert refused(ch13.check_1(np.zeros((2, 2)), dA), "dA", "softmax")
 
 
+def test_1_no_D_with_the_rounded_weights_is_named():
+    # the reader computes by hand with A as the chapter prints it, 0.0558 and 0.9442
+    A = np.array([[0.0558, 0.9442], [0.9442, 0.0558]])
+    dS = A * np.full((2, 2), 2.0)
+    assert refused(ch13.check_1(dS @ K / math.sqrt(2), dS.T @ Q / math.sqrt(2)),
+                   "no-D", "row term")
+    # and the right answer with the rounded weights is exactly 0, accepted
+    D = (A * 2.0).sum(axis=1, keepdims=True)
+    dS = A * (2.0 - D)
+    assert ch13.check_1(dS @ K / math.sqrt(2), dS.T @ Q / math.sqrt(2)).ok is True
+
+
 def test_1_unanswered():
     assert ch13.check_1(..., ...).ok is None
 
@@ -84,22 +96,68 @@ def test_2_unanswered():
 
 # --- 3. the best finite-difference step -----------------------------------------------
 
+def fd_table(one_sided=False):
+    """|difference − reference| for δ = 1e-1 ... 1e-10 on the chapter's model, where the
+    reference is a central difference at δ = 1e-5 (its error, ~1e-11, is far below the
+    truncation errors compared at δ ≥ 1e-3): no hand-written backward involved."""
+    import dataclasses
+    import mini_transformer as mt
+    model, src, tgt_in, tgt_out, src_mask = ch13.ex3_setup()
+
+    def loss_at(delta):
+        layer = model.encoder_layers[0]
+        W = np.array(layer.attn.W_Q, copy=True)
+        W[0, 1, 2] += delta
+        changed = dataclasses.replace(model, encoder_layers=(
+            dataclasses.replace(layer, attn=dataclasses.replace(layer.attn, W_Q=W)),
+            *model.encoder_layers[1:]))
+        return float(mt.cross_entropy(mt.transformer(src, tgt_in, changed, src_mask),
+                                      tgt_out, 0.1, 10))
+
+    reference = (loss_at(1e-5) - loss_at(-1e-5)) / 2e-5
+    base = loss_at(0.0)
+    table = {}
+    for k in range(1, 11):
+        d = 10.0 ** -k
+        diff = (loss_at(d) - base) / d if one_sided else (loss_at(d) - loss_at(-d)) / (2 * d)
+        table[d] = abs(diff - reference)
+    return table
+
+
 def test_3_right():
-    # float64 central differences: error ≈ δ² |L‴|/6 + ε_mach |L| / δ, smallest near
-    # δ = (3 ε_mach |L| / |L‴|)^(1/3) ≈ 1e-5 for |L| and |L‴| of order one
-    delta_opt = (3 * np.finfo(float).eps) ** (1 / 3)
-    assert ch13.check_3(10.0 ** round(math.log10(delta_opt))).ok is True
-    assert ch13.check_3(1e-4).ok is True
+    errors = fd_table()
+    best = min(errors, key=errors.get)
+    assert 1e-6 <= best <= 1e-3 and errors[1e-1] > 1e-6
+    assert ch13.check_3(best, errors).ok is True
+    assert ch13.check_3(best, {f: e for f, e in zip([1e-1, 1e-2, 1e-3, 1e-4, 1e-5,
+                                                     1e-6, 1e-7, 1e-8, 1e-9, 1e-10],
+                                                    errors.values())}).ok is True
+
+
+def test_3_a_guessed_delta_is_not_enough():
+    # a δ in the right range, without the computation, is no longer accepted
+    verdict = ch13.check_3(1e-5)
+    assert refused(verdict, "no-errors", "fd_errors")
+    invented = {10.0 ** -k: 10.0 ** -(k + 3) for k in range(1, 11)}   # made-up errors
+    invented[1e-5] = 1e-12
+    assert refused(ch13.check_3(1e-5, invented), "errors", "1e-01")
 
 
 def test_3_mistakes():
-    assert refused(ch13.check_3(1e-1), "truncation", "Taylor")
-    assert refused(ch13.check_3(1e-10), "rounding", "rounding")
-    assert refused(ch13.check_3(-1e-5), "not-positive", "positive")
+    errors = fd_table()
+    best = min(errors, key=errors.get)
+    assert refused(ch13.check_3(1e-1, errors), "not-the-smallest", "smallest")
+    assert refused(ch13.check_3(best, fd_table(one_sided=True)), "one-sided", "one-sided")
+    signed = {d: -e for d, e in errors.items()}
+    assert refused(ch13.check_3(best, signed), "signed", "absolute")
+    assert refused(ch13.check_3(best, {1e-1: errors[1e-1]}), "errors-format", "1e-02")
+    assert refused(ch13.check_3(-1e-5, errors), "not-positive", "positive")
 
 
 def test_3_unanswered():
     assert ch13.check_3(...).ok is None
+    assert ch13.check_3(..., ...).ok is None
+    assert ch13.check_3(..., fd_table()).ok is None
 
 
 # --- 4. LayerNorm with ε on a row of small variance -----------------------------------
@@ -137,6 +195,11 @@ def test_4_mistakes():
     assert refused(ch13.check_4(math.degrees(math.acos(abs(cosine(dx_eps)))), ratio),
                    "degrees", "degrees")
     assert refused(ch13.check_4(cosine(dx_eps), 1 / ratio), "inverted", "upside down")
+    # the solution once printed the ratio rounded to "2 times": 2 is now told why it is
+    # refused, and the solution prints two decimals
+    assert round(ratio) == 2
+    assert refused(ch13.check_4(cosine(dx_eps), 2), "whole-number", "two decimals")
+    assert ch13.check_4(cosine(dx_eps), round(ratio, 2)).ok is True
     sigma_ratio = math.sqrt(np.var(x) + 1e-5) / math.sqrt(np.var(x))
     assert refused(ch13.check_4(cosine(dx_eps), sigma_ratio), "sigma-ratio", "σ")
 

@@ -21,22 +21,25 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mini_transformer"
 FLOORS = [
     # no import of the package: checks, the parameter-tree walker, data,
     # positions, tokens
-    ["_checks", "_ops", "row_blocks", "tree", "positional", "bpe", "batching", "tasks"],
-    # one idea each, on arrays
+    ["_checks", "_ops", "row_blocks", "tree", "positional", "bpe", "batching",
+     "number_words.data"],
+    # one idea each, on arrays; the tasks (which re-export the number words' data)
     ["softmax", "layernorm", "feedforward", "dropout", "checkpoint", "rmsnorm", "rotary",
-     "swiglu"],
-    ["attention", "loss", "optim", "params"],
+     "swiglu", "tasks"],
+    ["attention", "loss", "optim", "params", "sampling"],
     ["multihead", "tiled", "grouped_query",
      "torch.convert"],        # params to and from torch.nn (the containers, torch)
     ["encoder", "decoder"],
     ["transformer"],          # the whole model, its loss and gradients
-    ["decoding"],             # greedy and beam search
+    ["decoding", "lm"],       # greedy and beam search; the decoder-only model
     ["translation"],          # texts in, texts out, scores
     # the experiment, outside the equations
-    ["number_words.data", "number_words.files", "number_words.normalize"],
-    ["number_words.train"],
-    ["number_words.cli"],
-    ["number_words.__main__", "number_words"],
+    ["number_words.files", "number_words.normalize", "pydoc_lm.data", "pydoc_lm.files"],
+    ["number_words.train", "number_words.translator", "pydoc_lm.baselines",
+     "pydoc_lm.score"],
+    ["number_words.cli", "pydoc_lm.train"],
+    ["number_words.__main__", "number_words", "pydoc_lm.cli"],
+    ["pydoc_lm.__main__", "pydoc_lm"],
     ["torch.modules"],        # nn.Module wrappers
     ["torch"],
     [""],                     # mini_transformer/__init__.py

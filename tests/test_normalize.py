@@ -9,8 +9,6 @@ edits (case, spaces, hyphens, "and", commas), never by the code under test.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -100,18 +98,27 @@ REFUSED = [  # (input, kind, words the message must hold)
     ("hello world", "word", "\"hello\" is not an English number word"),
     ("dreihundertzweiundvierzig", "word", "\"dreihundertzweiundvierzig\" is not"),
     ("drei hundert", "word", "\"drei\" is not an English number word"),
-    ("a hundred", "word", "\"a\" is not an English number word"),
-    ("forty-two!", "word", "\"two!\" is not an English number word"),
+    ("forty-two!!x", "word", "\"two!!x\" is not an English number word"),
+    ("forty\u2015two", "word", "is not an English number word"),   # a bar, no dash
     ("three hundred & two", "word", "\"&\" is not"),
     ("quatre-vingt", "word", "\"quatre\" is not"),
     ("-", "form", "\"-\" is not a number in words"),
     ("forty and two", "form", "\"forty and two\" is not a number in words"),
     ("two two", "form", "not a number in words"),
-    ("twelve hundred", "form", "not a number in words"),
+    ("ten hundred", "form", "not a number in words"),
+    ("twelve hundred thousand", "form", "not a number in words"),
+    ("twelve hundred and", "form", "not a number in words"),
+    ("a", "form", "\"a\" is not a number in words"),
+    ("a a hundred", "form", "not a number in words"),
+    ("a forty", "form", "not a number in words"),
+    ("one thousand a", "form", "not a number in words"),
+    (".", "empty", "the input is empty"),
+    ("forty\x00two", "not-text", "control characters or bytes that are not text"),
+    ("\udc93\udc86", "not-text", "not text (binary data?)"),
+    ("\ufffd", "not-text", "not text"),
     ("two-hundred", "form", "not a number in words"),
     ("forty-", "form", "\"forty-\" is not a number in words"),
     ("one hundred and", "form", "not a number in words"),
-    ("one thousand,", "form", "not a number in words"),
     ("thousand", "form", "not a number in words"),
     ("zero thousand", "form", "not a number in words"),
     ("and", "form", "not a number in words"),
@@ -126,10 +133,8 @@ REFUSED = [  # (input, kind, words the message must hold)
 @pytest.mark.parametrize("text, kind, words", REFUSED,
                          ids=[f"{k}:{t[:20]!r}" for t, k, _ in REFUSED])
 def test_each_refused_input_gets_its_message(text, kind, words):
-    t0 = time.perf_counter()
     with pytest.raises(NotANumber) as e:
         normalize(text)
-    assert time.perf_counter() - t0 < 0.05                 # no input costs time
     message = str(e.value)
     assert e.value.kind == kind and words in message, message
     assert "\n" not in message and len(message) < 300
@@ -148,3 +153,38 @@ def test_the_length_limit_leaves_room_for_every_number():
     with pytest.raises(NotANumber, match=f"has {longest} in words"):
         normalize("a" * (MAX_CHARS + 1))
     assert normalize(" " * (MAX_CHARS - 9) + "forty-two") == "forty-two"
+
+
+def test_everyday_forms_read_as_the_number(sample):
+    """"a" for "one" before hundred and thousand, hundreds counted past ten, Unicode
+    hyphens and dashes, punctuation at the end: each made from the oracle's text by
+    a string edit, each read as the oracle's number."""
+    a_forms = {"a hundred": 100, "a thousand": 1000, "a hundred thousand": 100_000,
+               "a hundred and five": 105, "a thousand and one": 1001,
+               "a thousand, a hundred and one": 1101,
+               "A Thousand Two Hundred": 1200, "two thousand, a hundred": 2100}
+    for typed, n in a_forms.items():
+        assert normalize(typed) == oracle(n), typed
+    for n in range(1100, 10_000):
+        count, rest = divmod(n, 100)
+        if count % 10 == 0:
+            continue                  # "twenty hundred" is not how 2,000 is said
+        said = BELOW_1000[count] + " hundred" + (f" and {BELOW_1000[rest]}" if rest
+                                                 else "")
+        assert normalize(said) == oracle(n), said
+        assert normalize(said.replace(" and ", " ")) == oracle(n), said
+    for n in sample[::7]:
+        text = oracle(n)
+        for dash in "\u2010\u2011\u2012\u2013\u2014\u2212":
+            assert normalize(text.replace("-", dash)) == text, (n, dash)
+        for end in (".", "!", "?", " .", "...", ";", ":", ","):
+            assert normalize(text + end) == text, (n, end)
+
+
+@pytest.mark.parametrize("value, what", [(b"forty-two", "bytes (decode the bytes"),
+                                         (42, "got int"), (None, "got NoneType"),
+                                         (["forty"], "got list")])
+def test_what_is_not_text_is_refused_as_what_it_is(value, what):
+    with pytest.raises(TypeError, match=r"reads text \(a str\), " + (
+            "got " if not what.startswith("got") else "") + what.replace("(", r"\(")):
+        normalize(value)

@@ -1,68 +1,44 @@
-"""benchmarks/number_classes.py: the classes and the reference rule against
-hand-counted sizes and num2words, and a quick run writes what it promises."""
+"""benchmarks/number_classes.py: the shapes against hand-counted sizes, the sample
+rule, and a quick run scores what it promises."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
-def test_class_sizes_by_hand():
+def test_shapes_and_sample_by_hand():
+    import number_classes
+    from mini_transformer.number_words.data import SHAPES, shape_members
+
+    # a shape with k non-zero digits has 9**k numbers; 2**(L-1) shapes of length L
+    assert len(SHAPES) == 64 and SHAPES[:4] == ("0", "d", "d0", "dd")
+    assert sum(len(shape_members(s)) for s in SHAPES) == 1_000_000
+    assert list(shape_members("d0000d")[:3]) == [100_001, 100_002, 100_003]
+    assert len(shape_members("d000d0")) == 81 and shape_members("d000d0")[-1] == 900_090
+    sample = number_classes.shape_sample(2000)
+    sizes = {s: len(v) for s, v in sample.items()}
+    assert sizes["0"] == 1 and sizes["d"] == 9 and sizes["dd"] == 81
+    assert sizes["ddd"] == 729 and sizes["dddd"] == 2000 == sizes["dddddd"]
+    # 6 shapes of 9, 15 of 81, 20 of 729, and 22 sampled to 2,000; and zero
+    assert sum(sizes.values()) == 1 + 6 * 9 + 15 * 81 + 20 * 729 + 22 * 2000
+    again = number_classes.shape_sample(2000)
+    assert all((again[s] == v).all() for s, v in sample.items())
+
+
+def test_quick_run():
     import number_classes
 
-    sizes = {k: int(m.sum()) for k, m in
-             number_classes.classes(np.arange(1_000_000)).items()}
-    assert sizes == {"0-99": 100, "100-999": 900, "round hundreds": 9_999,
-                     "round thousands": 999, "1,000-9,999": 9_000,
-                     "10,000-99,999": 90_000, "100,000-999,999": 900_000,
-                     "held out": 10_309, "all": 1_000_000}
-
-
-def test_reference_rule_by_hand():
-    import number_classes
-
-    src, tgt = number_classes.references([0, 1000, 1001, 1100, 101000, 999999])
-    assert src == ["zero", "one thousand", "one thousand and one",
-                   "one thousand, one hundred", "one hundred and one thousand",
-                   "nine hundred and ninety-nine thousand, nine hundred and "
-                   "ninety-nine"]
-    assert tgt == ["null", "eintausend", "eintausendeins", "eintausendeinhundert",
-                   "einhunderteinstausend",
-                   "neunhundertneunundneunzigtausendneunhundertneunundneunzig"]
-
-
-def test_quick_run(tmp_path):
-    import number_classes
-
-    out = tmp_path / "number_classes.json"
-    number_classes.main(["--quick", "--out", str(out)])
-    result = json.loads(out.read_text(encoding="utf-8"))
-    greedy = result["greedy"]["classes"]
-    # every 997th number: 0, 997, ..., 999,991
-    assert greedy["all"]["n"] == 1004 and greedy["0-99"]["n"] == 1
-    assert greedy["round thousands"]["n"] == 1  # 997,000
-    for table in (greedy, result["beam4"]["classes"]):
-        for row in table.values():
-            assert 0 <= row["correct"] <= row["n"]
-            assert row["exact_match"] == round(row["correct"] / row["n"], 6)
-    assert result["beam4"]["classes"]["held out"]["n"] == 10  # 97 * 997 * k
-    for rows in result["greedy"]["wrong"].values():
-        assert all(r["output"] != r["reference"] for r in rows)
-
-
-def test_parts_merge_to_the_same_table(tmp_path):
-    import number_classes
-
-    whole = number_classes.main(["--quick", "--out", str(tmp_path / "a.json")])
-    out = ["--quick", "--out", str(tmp_path / "b.json")]
-    for k in range(2):
-        number_classes.main([*out, "--parts", "2", "--part", str(k)])
-    number_classes.main([*out, "--beam-part"])
-    merged = number_classes.main([*out, "--parts", "2", "--merge"])
-    for key in ("greedy", "beam4"):
-        assert merged[key]["classes"] == whole[key]["classes"]
+    result = number_classes.main(["--quick"])
+    rows = result["shapes"]
+    assert len(rows) == 64 and result["decoded"] == sum(r["decoded"] for r in
+                                                         rows.values())
+    for row in rows.values():
+        assert 0 <= row["greedy"] <= row["decoded"] and 0 <= row["beam4"] <= \
+            row["decoded"]
+        assert all(w["output"] != w["reference"] for w in row["greedy_wrong"])
+    worst = result["minimum"]["greedy"]
+    assert worst["correct"] / worst["decoded"] == min(
+        r["greedy"] / r["decoded"] for r in rows.values())

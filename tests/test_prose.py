@@ -77,6 +77,16 @@ def test_a_changed_value_is_caught_and_synced(tmp_path):
     assert "".join(cell["source"]) == "weight 0.6095<!--glue:w:.4f--> and 7<!--glue:n:d-->."
 
 
+def test_a_number_is_matched_whole(tmp_path):
+    """The stored 1 is not shown by "21": the whole number before the marker must match."""
+    path = _notebook(tmp_path, "of 21<!--glue:n:d--> and 3.5<!--glue:x:.1f-->.",
+                     {"n": "1", "x": "13.5"})
+    assert prose.check(path) == [
+        "probe.ipynb, cell 1: n: the prose shows '21', the value is '1'",
+        "probe.ipynb, cell 1: x: the prose shows '3.5', the value is '13.5'"]
+    assert prose.check(path, write=True) == []
+
+
 def test_a_missing_value_is_caught(tmp_path):
     path = _notebook(tmp_path, "n = 3<!--glue:gone:d-->", {})
     assert prose.check(path) == [

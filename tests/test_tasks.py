@@ -58,18 +58,62 @@ def test_number_words_by_hand():
     assert number_words([7], "de", "en") == [("sieben", "seven")]
 
 
-def test_held_out_rule():
+def _hash(n):
+    """lowbias32 written out on Python integers (the oracle of ``number_hash``)."""
+    m = 0xFFFFFFFF
+    n ^= n >> 16
+    n = (n * 0x7FEB352D) & m
+    n ^= n >> 15
+    n = (n * 0x846CA68B) & m
+    return n ^ (n >> 16)
+
+
+def _shape(n):
+    return "0" if n == 0 else "".join("0" if c == "0" else "d" for c in str(n))
+
+
+@pytest.fixture(scope="module")
+def oracle_split():
+    """{n: "train" | "dev" | "test"} by the documented rule, from strings and
+    sorting: in each shape, in the order of the hash (then n), rank r % 194 == 0 is
+    test, r % 194 == 1 is dev; zero is trained on."""
+    by_shape = {}
+    for n in range(1_000_000):
+        by_shape.setdefault(_shape(n), []).append(n)
+    where = {}
+    for numbers in by_shape.values():
+        for r, n in enumerate(sorted(numbers, key=lambda n: (_hash(n), n))):
+            where[n] = {0: "test", 1: "dev"}.get(r % 194, "train")
+    where[0] = "train"
+    return where, by_shape
+
+
+def test_held_out_rule(oracle_split):
+    from mini_transformer.number_words.data import (SHAPES, dev_test_numbers,
+                                                    number_hash, which_set)
+
+    where, by_shape = oracle_split
+    assert [int(number_hash(n)) for n in (0, 1, 97, 999_999)] == \
+        [_hash(n) for n in (0, 1, 97, 999_999)]
+    assert sorted(SHAPES) == sorted(by_shape) and len(SHAPES) == 64
     train, held = split_numbers()
+    dev, test = dev_test_numbers()
     assert len(train) + len(held) == 1_000_000
-    # the multiples of 97 from 97 to 97 * 10309 = 999,973; zero is trained on
-    assert len(held) == 10_309 and held[0] == 97 and held[-1] == 999_973
-    assert list(held[:3]) == [97, 194, 291] and train[0] == 0 and 97 not in train
-    assert not is_held_out(0) and is_held_out(194) and not is_held_out(195)
-    assert not np.any(train[1:] % 97 == 0)
-    # every length from two digits to six
-    assert {len(str(n)) for n in held} == {2, 3, 4, 5, 6}
+    assert sorted([*dev, *test]) == list(held)
+    assert list(dev) == [n for n in range(1_000_000) if where[n] == "dev"]
+    assert list(test) == [n for n in range(1_000_000) if where[n] == "test"]
+    assert not is_held_out(0) and which_set(0) == "train"
+    assert all(is_held_out(n) for n in test[:50]) and not is_held_out(int(train[5]))
+    # every shape but "0" has numbers in both sets; about 1 in 97 held out
+    for shape, numbers in by_shape.items():
+        sets = [where[n] for n in numbers]
+        if shape != "0":
+            assert "dev" in sets and "test" in sets, shape
+            assert sets.count("test") == -(-len(numbers) // 194)
+    assert 1_000_000 / 97 < len(held) < 1_000_000 / 95
     train, held = split_numbers(0, 200)
-    assert list(held) == [97, 194] and len(train) == 199
+    assert list(held) == [n for n in range(201) if where[n] != "train"]
+    assert len(train) + len(held) == 201
 
 
 @pytest.mark.parametrize("bad", [-1, 1_000_000, 2.5, True])
@@ -83,13 +127,49 @@ def test_training_numbers_skip_held_out_and_round_some():
 
     plain = training_numbers(np.random.default_rng(0), 50_000)
     assert len(plain) == 50_000 and plain.min() >= 0 and plain.max() <= 999_999
-    assert not np.any((plain % 97 == 0) & (plain > 0)) and np.any(plain == 0)
+    assert not any(is_held_out(int(n)) for n in plain) and np.any(plain == 0)
     big = plain >= 1000
     # uniform draws: about 1 in 1,000 numbers of four digits or more is round
     assert np.mean(plain[big] % 1000 == 0) < 0.003
     rounded = training_numbers(np.random.default_rng(0), 50_000, round_share=0.2)
     big = rounded >= 1000
-    # a share of 0.2 rounded, plus the ~0.1% already round; multiples of 97 dropped
+    # a share of 0.2 rounded, plus the ~0.1% already round; held-out ones dropped
     assert 0.18 < np.mean(rounded[big] % 1000 == 0) < 0.22
-    assert not np.any((rounded % 97 == 0) & (rounded > 0))
+    assert not any(is_held_out(int(n)) for n in rounded)
     assert np.mean(rounded < 1000) == pytest.approx(np.mean(plain < 1000), abs=0.01)
+
+
+def test_training_numbers_give_each_shape_its_share():
+    """shape_share 0.5: half the draws uniform over the 64 shapes, so each shape
+    gets at least 0.5 / 64 of them; "d0000d" (81 of the 900,000 six-digit numbers)
+    gets almost none without."""
+    from mini_transformer.number_words import training_numbers
+
+    n = 64_000
+    drawn = training_numbers(np.random.default_rng(1), n, shape_share=0.5)
+    counts = {}
+    for x in drawn:
+        counts[_shape(int(x))] = counts.get(_shape(int(x)), 0) + 1
+    assert len(counts) == 64
+    # held-out numbers are dropped: a shape of 9 keeps 7 of them, so 7/9 of its share
+    assert min(counts.values()) > 0.5 / 64 * n * 7 / 9 * 0.85
+    assert not any(is_held_out(int(x)) for x in drawn)
+    plain = training_numbers(np.random.default_rng(1), n)
+    assert sum(_shape(int(x)) == "d0000d" for x in plain) < 20
+
+
+def test_num2words_is_a_dependency_and_its_absence_is_named(monkeypatch):
+    """``pip install .`` brings num2words (a dependency, so that ``number-words
+    train`` works); without it the number words fail with one line saying what to
+    install."""
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                           .read_text())["project"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "num2words"
+               for d in project["dependencies"])
+    monkeypatch.setitem(sys.modules, "num2words", None)     # import fails
+    with pytest.raises(ModuleNotFoundError, match="pip install num2words"):
+        number_words([7])

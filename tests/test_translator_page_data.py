@@ -72,7 +72,7 @@ def test_every_array_bit_for_bit(text):
     assert data["n_decoder_layers"] == len(params.decoder_layers)
     assert data["d_ff"] == params.encoder_layers[0].ffn.d_ff
     assert data["eps"] == params.eps
-    assert params.encoder_norm_gamma is None and data["norm_first"] is False
+    assert params.encoder_norm is None and data["norm_first"] is False
 
 
 def test_the_bpe(text):
@@ -134,3 +134,12 @@ def test_the_numbers_the_page_states(text):
     assert f"mean of the {data['n_heads']} heads" in page
     assert f"from zero to {data['max_number']:,}" in page
     assert "the source length plus 50" in page          # max_len = n_src + 50
+
+
+def test_the_held_out_numbers(text):
+    """The page picks its random held-out number from these: the package's
+    development and test numbers, none trained on."""
+    held = np.cumsum(_parse(text)["held_out_gaps"])
+    assert list(held) == list(split_numbers()[1])
+    dev, test = mt.tasks.dev_test_numbers()
+    assert len(held) == len(dev) + len(test)

@@ -13,10 +13,16 @@ While the answer is still ``...`` (or ``None``) the checker says so and nothing 
 This module holds what the chapters' checkers share: comparing a number, an array or a
 function with the expected one, recognising mistakes given as wrong answers, and answers
 in several parts (``check_parts`` for a dict, ``check_each`` for a list of ``Part``s).
+A function answer can be held to the package: ``check_function(..., own_work=...)``
+refuses a function that hands back torch's result (a torch tensor, or a call of torch's
+attention, softmax, LayerNorm, modules or autograd) instead of computing it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -128,6 +134,76 @@ def check_value(
     return wrong(f"{n_bad} of {e.size} entries differ from the answer's.", "value")
 
 
+# torch's own versions of what the chapters compute: a function under check that calls
+# one of them hands back the reference library's result instead of computing it.
+TORCH_REFERENCES = (
+    ("torch.nn.functional", "scaled_dot_product_attention"),
+    ("torch.nn.functional", "multi_head_attention_forward"),
+    ("torch.nn.functional", "softmax"),
+    ("torch.nn.functional", "layer_norm"),
+    ("torch", "softmax"),
+    ("torch", "layer_norm"),
+    ("torch.Tensor", "softmax"),
+    ("torch.nn.Module", "__call__"),
+    ("torch.autograd", "grad"),
+    ("torch.Tensor", "backward"),
+)
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+@contextlib.contextmanager
+def watching_torch():
+    """Within the block, record the calls of ``TORCH_REFERENCES`` (a list of names).
+
+    torch is imported first if it is installed, so that a function importing it inside
+    is watched too; the originals are restored on leaving the block.
+    """
+    called: list[str] = []
+    if importlib.util.find_spec("torch") is None:
+        yield called
+        return
+    import torch  # noqa: F401  (the attributes below live in its modules)
+
+    saved = []
+    for module_name, name in TORCH_REFERENCES:
+        owner = {"torch.Tensor": torch.Tensor, "torch.nn.Module": torch.nn.Module}.get(
+            module_name) or importlib.import_module(module_name)
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+
+        def spy(*args, _original=original, _name=f"{module_name}.{name}", **kwargs):
+            called.append(_name)
+            return _original(*args, **kwargs)
+
+        saved.append((owner, name, original, name in vars(owner)))
+        setattr(owner, name, spy)
+    try:
+        yield called
+    finally:
+        for owner, name, original, own in reversed(saved):
+            if own:
+                setattr(owner, name, original)
+            else:                     # inherited: remove the spy, inherit again
+                delattr(owner, name)
+
+
+def _refused(what: str, own_work: str, got, called) -> Verdict | None:
+    """A wrong verdict when a function answer used torch's result, else None."""
+    if called:
+        name = called[0].replace("torch.nn.Module.__call__", "a torch.nn module's forward")
+        return wrong(f"{what} calls torch ({name}): the exercise is to compute it with "
+                     f"{own_work}, not to hand back the reference library's result.",
+                     "reference-library")
+    if _is_torch(got) or (isinstance(got, tuple) and any(map(_is_torch, got))):
+        return wrong(f"{what} returns a torch tensor: compute it with {own_work} on "
+                     "NumPy arrays, as the chapter does.", "reference-library")
+    return None
+
+
 def check_function(
     fn: Callable,
     cases: Sequence[tuple[tuple, object]],
@@ -137,23 +213,37 @@ def check_function(
     rtol: float = 1e-6,
     atol: float = 1e-9,
     praise: str = "",
+    own_work: str | None = None,
+    tensors_ok: bool = False,
 ) -> Verdict:
     """Call ``fn(*args)`` on each case and compare with the case's expected result.
 
     A ``Mistake`` here compares with the wrong function's result on the first case that
-    fails (its ``wrong`` is a function of the same arguments).
+    fails (its ``wrong`` is a function of the same arguments). With ``own_work`` (what
+    the reader should compute with, e.g. "the package's mt.encoder"), a function that
+    returns a torch tensor or calls torch's own attention, softmax, LayerNorm, modules
+    or autograd is refused, whatever it returns; a torch tensor returned is refused too,
+    unless ``tensors_ok`` (the package's own result, handed back as a tensor).
     """
     if unanswered(fn):
         return UNANSWERED
     if not callable(fn):
         return wrong(f"{what} should be a function, got {type(fn).__name__}.")
     for args, expected in cases:
+        called: list[str] = []
         try:
-            got = fn(*args)
+            with (watching_torch() if own_work else contextlib.nullcontext([])) as called:
+                got = fn(*args)
         except NotImplementedError:
             return UNANSWERED
         except Exception as exc:  # the reader's code: say what it raised
+            if own_work and called:
+                return _refused(what, own_work, None, called)
             return wrong(f"{what} raised {type(exc).__name__}: {exc}", "raises")
+        if own_work:
+            refused = _refused(what, own_work, None if tensors_ok else got, called)
+            if refused is not None:
+                return refused
         if isinstance(got, tuple) and not isinstance(expected, tuple):
             got = got[0]
         listed = [Mistake(m.key, m.wrong(*args), m.message) for m in mistakes]

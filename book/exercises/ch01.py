@@ -2,9 +2,11 @@
 
 - ``check_1(answer)``: the table X Xᵀ once the row of "car" is multiplied by 3, and the
   angles θ_ij (degrees) between the three tokens after the change.
-- ``check_2(counts)``: for n = 6, d_model = 512, d_k = 64, the entries and distinct
-  entries of one head's score table, its multiplications (all entries, distinct only),
-  and the multiplications of the projections Q = XW^Q and K = XW^K.
+- ``check_2(counts)``: for n = 6, d_model = 512, d_k = 64, the entries of one head's
+  score table QKᵀ and how many can be distinct (all of them: W^Q ≠ W^K makes it
+  asymmetric), how many would be distinct with one shared projection (Q = K), the
+  multiplications of the table (every entry; distinct entries only, shared projection),
+  and those of the projections Q = XW^Q and K = XW^K.
 
 Exercises 3 (a proof) and 4 (an explanation) keep only their folded solutions.
 """
@@ -72,12 +74,23 @@ def check_1(answer) -> Verdict:
 def check_2(counts) -> Verdict:
     n, d_model, d_k = 6, 512, 64
     distinct = n * (n + 1) // 2
-    expected = {"entries": n * n, "distinct": distinct, "table_mults": n * n * d_k,
-                "distinct_mults": distinct * d_k,
+    expected = {"entries": n * n, "distinct": n * n, "distinct_shared": distinct,
+                "table_mults": n * n * d_k, "distinct_mults": distinct * d_k,
                 "projection_mults": 2 * n * d_model * d_k}
     no_diagonal = n * (n - 1) // 2
     mistakes = {
         "distinct": [
+            Mistake("symmetric", distinct,
+                    "n(n + 1)/2 counts a symmetric table, like X Xᵀ. A head's scores "
+                    "QKᵀ come from two projections, W^Q ≠ W^K, so q_i · k_j and "
+                    "q_j · k_i differ in general: how many entries can then be "
+                    "distinct?"),
+        ],
+        "distinct_shared": [
+            Mistake("all-entries", n * n,
+                    "with one shared projection the table is symmetric, "
+                    "q_i · q_j = q_j · q_i: entries above and below the diagonal come "
+                    "in equal pairs."),
             Mistake("no-diagonal", no_diagonal,
                     "n(n − 1)/2 leaves out the diagonal: x_i · x_i is an entry of its "
                     "own."),

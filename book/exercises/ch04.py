@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import mini_transformer as mt
-from exercises import Mistake, check_function, check_value, wrong
+from exercises import Mistake, check_function, check_value, right, unanswered, wrong
 
 # The "Chai piyo" example of the chapter, as the tutorial prints it.
 X = np.array([[1.0, 0.0, 1.0, 0.0],    # "Chai"
@@ -59,8 +59,10 @@ def check_2(rho):
     verdict = check_value(rho, expected, what="your ρ", mistakes=mistakes, rtol=1e-4)
     if verdict.mistake == "value":
         w = _chai_on_piyo(float(np.asarray(rho, dtype=float)))
-        return wrong(f"with your ρ, \"Chai\" puts weight {w:.4f} on \"piyo\", "
-                     "not 0.99.", "value")
+        if abs(w - 0.99) < 5e-5:          # ρ rounded: the weight is 0.99 to 4 decimals
+            return right("The weight is 0.99 to four decimals.")
+        return wrong(f"with your ρ, \"Chai\" puts weight {w:.6f} on \"piyo\", "
+                     f"{'more' if w > 0.99 else 'less'} than 0.99.", "value")
     return verdict
 
 
@@ -75,9 +77,12 @@ def check_3(bottom_right_mask):
         # the last n_q rows of the causal mask over all n_k tokens
         return mt.causal_mask(n_k)[n_k - n_q:]
 
-    cases = [((n_q, n_k), expected(n_q, n_k)) for n_q, n_k in ((2, 6), (1, 5), (4, 7),
+    cases = [((n_q, n_k), expected(n_q, n_k)) for n_q, n_k in ((4, 7), (2, 6), (1, 5),
                                                                  (3, 3))]
     mistakes = [
+        Mistake("all-true", lambda n_q, n_k: np.ones((n_q, n_k), dtype=bool),
+                "every entry of your mask is True: it masks nothing, so each new query "
+                "also sees the keys of the tokens after it."),
         Mistake("upper-left", lambda n_q, n_k: mt.causal_mask(n_q, n_k),
                 "this is the upper-left mask: it treats the new queries as the first "
                 "tokens, but they are the last n_q of the n_k."),
@@ -94,8 +99,18 @@ def check_3(bottom_right_mask):
                 "your mask holds -inf: that is an additive mask; return True/False, "
                 "True where the query may attend."),
     ]
-    return check_function(bottom_right_mask, cases, what="your mask",
-                          mistakes=mistakes, rtol=0, atol=0)
+    verdict = check_function(bottom_right_mask, cases, what="your mask",
+                             mistakes=mistakes, rtol=0, atol=0,
+                             own_work="NumPy (np.tril, np.ones)")
+    if verdict.ok:
+        # right values; the package must also take it: a bool mask, not 0/1 numbers
+        mask = np.asarray(bottom_right_mask(2, 6))
+        if mask.dtype != bool:
+            return wrong(f"your mask has the right pattern but holds numbers (dtype "
+                         f"{mask.dtype}), and the package refuses it: a number mask is "
+                         "added to the scores, so 0/1 would mask nothing. Return a "
+                         "boolean array, True where the query may attend.", "not-bool")
+    return verdict
 
 
 def _data4():
@@ -140,11 +155,19 @@ def check_4(masked_attention):
             out = mt.scaled_dot_product_attention(Q, K, V, mask=mask)[0]
         return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
 
+    def inf_left(Q, K, V, mask):
+        has_inf = bool(np.isinf(V).any())
+        return lambda a: has_inf and bool(np.isnan(a).any())
+
     mistakes = [
         Mistake("nan-from-0-times-inf", nan_from_finite,
                 "your output holds NaN although every input is finite: somewhere an "
                 "infinity met a zero (0 * -inf is NaN, and so is inf - inf). Did you "
                 "build the mask by multiplying by -inf?"),
+        Mistake("inf-through-the-weights", inf_left,
+                "your output holds NaN where a masked value is infinite: 0 * inf is "
+                "NaN too. Cleaning NaN is not enough: keep every masked value out of the "
+                "sum, whatever it holds."),
         Mistake("nan-through-the-weights", nan_from_values,
                 "your output holds NaN: the masked key has weight exactly 0, but "
                 "0 * NaN is NaN, so the product of the weights with V still reads it."),
@@ -162,4 +185,5 @@ def check_4(masked_attention):
     ]
     with np.errstate(invalid="ignore", over="ignore"):
         return check_function(masked_attention, cases, what="your masked_attention",
-                              mistakes=mistakes, rtol=1e-9, atol=1e-12)
+                              mistakes=mistakes, rtol=1e-9, atol=1e-12,
+                              own_work="NumPy and the package (mt.softmax)")

@@ -66,6 +66,11 @@ def check_1(counts) -> Verdict:
                     _layer_count(D_BIG, D_FF_BIG, heads=H_BIG, head_biases=True)),
                 "your layer count gives every head its own d_model × d_model "
                 "projections: the heads split d_model, they do not add weights."),
+        Mistake("no-W_O", _pair_entry(0, layer - D_BIG * D_BIG - D_BIG,
+                                      layer - D_BIG * D_BIG, layer - D_BIG),
+                "your attention count has three projections, W^Q, W^K and W^V: the "
+                "heads' outputs are concatenated and projected once more by the "
+                "output projection W^O (d_model × d_model, with its bias)."),
         Mistake("swapped", np.array([N_LAYERS * layer, layer]),
                 "the two numbers are swapped: one layer first, then the stack."),
         Mistake("stack", lambda a: _pair_entry(0, layer)(a)
@@ -118,7 +123,9 @@ def _cases():
 
 
 def _ours(x, stack, *, norm_first=True, final="full"):
-    layers = [mt.EncoderLayerParams.from_torch(l) for l in stack.layers]
+    from mini_transformer.torch.convert import encoder_layer_from_torch
+
+    layers = [encoder_layer_from_torch(l) for l in stack.layers]
     h = mt.encoder(x, layers, norm_first=norm_first)
     norm = stack.norm
     gamma, beta = norm.weight.detach().numpy(), norm.bias.detach().numpy()
@@ -131,12 +138,30 @@ def _ours(x, stack, *, norm_first=True, final="full"):
     return mt.layer_norm(h, gamma, beta, norm.eps)
 
 
+def _watched(stack):
+    """The stack with every module's forward replaced by a recorder (read-only use)."""
+    calls = []
+    for module in stack.modules():
+        def forward(*args, _name=type(module).__name__, **kwargs):
+            calls.append(_name)
+            raise RuntimeError(f"the check does not run torch's own {_name}: compute "
+                               "with mt.encoder and mt.layer_norm")
+        module.forward = forward
+    return calls
+
+
 def check_4(fn) -> Verdict:
-    """fn(x, stack): the output of the pre-LN stack with its final norm, as an array."""
+    """fn(x, stack): the output of the pre-LN stack with its final norm, as an array.
+
+    The stack handed to fn cannot run itself: a function that returns torch's own
+    output (stack(x), a layer's forward, the final nn.LayerNorm) is refused.
+    """
     if unanswered(fn):
         return UNANSWERED
     if not callable(fn):
         return wrong(f"your answer should be a function, got {type(fn).__name__}.")
+    cases = _cases()
+    records = [_watched(stack) for (x, stack), _ in cases]
     mistakes = [
         Mistake("no-final-norm", lambda x, s: _ours(x, s, final="none"),
                 "your output is the stack without its final LayerNorm: pre-LN leaves "
@@ -155,5 +180,14 @@ def check_4(fn) -> Verdict:
                 "your final LayerNorm uses the default ε: take the stack's "
                 "`norm.eps`."),
     ]
-    return check_function(fn, _cases(), what="your function", mistakes=mistakes,
-                          rtol=1e-7, atol=1e-9)
+    verdict = check_function(fn, cases, what="your function", mistakes=mistakes,
+                             rtol=1e-7, atol=1e-9,
+                             own_work="the package's mt.encoder and mt.layer_norm",
+                             tensors_ok=True)
+    calls = [name for record in records for name in record]
+    if calls:
+        return wrong(f"your function runs torch's own {calls[0]} (its forward): the "
+                     "exercise is to compute the stack with mt.encoder and "
+                     "mt.layer_norm from the weights, not to hand back torch's output.",
+                     "reference-library")
+    return verdict

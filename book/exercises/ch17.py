@@ -6,7 +6,7 @@ check_2(scores): the scores log Pr / lp(|ŷ|) of the finished translations A (3 
     log Pr = -1.2) and B (6 tokens, -1.4), a 3 × 2 array: rows α = 0, 0.6, 1, columns
     A, B.
 check_3(em, chrf): the exact match and the corpus chrF (0 to 100) of a model that writes
-    every one of the chapter's held-out numbers (all those below 10,000 and 500 drawn
+    every one of the chapter's development numbers (all those below 10,000 and 500 drawn
     above) without its last letter.
 """
 
@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 import mini_transformer as mt
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.tasks import dev_test_numbers, number_words
 
 from . import UNANSWERED, Mistake, Verdict, check_value, right, unanswered, wrong
 from . import Part, check_each
@@ -137,9 +137,9 @@ def check_2(scores) -> Verdict:
 @functools.lru_cache(maxsize=1)
 def _cut_scores():
     """The exact match and chrF of the references cut by a letter, and the mistakes'."""
-    _, held = split_numbers()
-    above = np.random.default_rng(4).choice(held[held >= 10_000], 500, replace=False)
-    numbers = np.union1d(held[held < 10_000], above)   # the chapter's numbers
+    dev, _ = dev_test_numbers()
+    above = np.random.default_rng(4).choice(dev[dev >= 10_000], 500, replace=False)
+    numbers = np.union1d(dev[dev < 10_000], above)   # the chapter's numbers
     refs = [de for _, de in number_words(numbers)]
     cut = [r[:-1] for r in refs]
     return {

@@ -10,22 +10,24 @@ line) when it is given none or ``-``; it prints one line per input, in order. Ev
 error is one line on standard error, never a traceback. Exit status: 0 done; 1 the
 run failed (a model that cannot be loaded, a file that cannot be written, an input
 the translator refuses); 2 a usage error (an option's value, a device this machine
-lacks, an output folder that already holds a model, without --force); 130 stopped
-by Ctrl-C (``train`` saves its work first and says where).
+lacks, an output folder that already holds a run's files, without --force), found
+before any work; 130 stopped by Ctrl-C (``train`` saves its work first and says
+where); 141 the reader of the output went away (``| head``): it ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import metadata
 
 from ..translation import translate
 from .files import load_model
 from .normalize import NotANumber, normalize
-from .train import Interrupted, Settings, check_device, check_out_dir, \
-    check_settings, train
+from .train import Interrupted, SettingError, Settings, check_device, \
+    check_out_dir, check_settings, train
 
 PROG = "number-words"
 OUT_DIR = "number_words_model"
@@ -84,9 +86,11 @@ def parser():
     tl = sub.add_parser(
         "translate", help="translate English number words into German",
         description="Translate English number words (zero to 999,999) into German "
-        "with the trained model. Any case, extra spaces, \"forty two\" or "
-        "\"forty-two\", with or without \"and\" and commas; anything else gets a "
-        "message instead of a translation.")
+        "with the trained model (every shape of number right on its test set). Any "
+        "case, extra spaces, \"forty two\" or \"forty-two\" (or a Unicode dash), with "
+        "or without \"and\" and commas, \"a hundred\", \"nineteen hundred\", "
+        "punctuation at the end; anything else gets a message instead of a "
+        "translation.")
     tl.add_argument("texts", nargs="*", metavar="TEXT",
                     help="the numbers in words, one argument each (none, or -: read "
                          "standard input, one a line)")
@@ -114,13 +118,14 @@ def parser():
                     help="where to write (default: %(default)s, in the current "
                          "folder)")
     tr.add_argument("--force", action="store_true",
-                    help="overwrite a model already in --out-dir (default: refuse)")
+                    help="replace the files of an earlier run in --out-dir, all of "
+                         "them (default: refuse)")
     tr.add_argument("--steps", type=_int_at_least(1), default=s.steps,
                     help="training steps (default: %(default)s)")
     tr.add_argument("--final", type=_int_at_least(0), default=None, metavar="N",
-                    help="held-out numbers the final evaluation decodes, 0 to skip it "
-                         "(default: all)")
-    tr.add_argument("--seed", type=int, default=s.seed,
+                    help="development numbers the final evaluation decodes, 0 to "
+                         "skip it and the last step's check (default: all)")
+    tr.add_argument("--seed", type=_int_at_least(0), default=s.seed,
                     help="seed of every random draw (default: %(default)s)")
     tr.add_argument("--device", default=None,
                     help="run on torch tensors on this device, e.g. cpu, cuda "
@@ -133,10 +138,10 @@ def parser():
                     help="tokens per batch, each side (default: %(default)s)")
     tr.add_argument("--warmup", type=_int_at_least(1), default=s.warmup,
                     help="learning-rate warm-up steps (default: %(default)s)")
-    tr.add_argument("--average-last", type=_int_at_least(0), default=s.average_last,
+    tr.add_argument("--average-last", type=_int_at_least(0), default=None,
                     help="checkpoints averaged into the model, one every "
                          f"{s.average_every} steps; 0 or 1: the last weights "
-                         "(default: %(default)s)")
+                         f"(default: {s.average_last}, or as many as --steps keeps)")
     tr.add_argument("--n-bpe", type=_int_at_least(1), default=s.n_bpe,
                     help="training numbers the BPE is learned on "
                          "(default: %(default)s)")
@@ -148,6 +153,9 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return _translate(args) if args.command == "translate" else _train(args)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     except Interrupted as e:
         _print_line(f"{PROG}: {e}", sys.stderr)
         return 130
@@ -167,18 +175,33 @@ def _train(args):
     settings = Settings(steps=args.steps, seed=args.seed, device=args.device,
                         dtype=args.dtype, p_drop=args.p_drop,
                         max_tokens=args.max_tokens, warmup=args.warmup,
-                        average_last=args.average_last, n_bpe=args.n_bpe,
+                        average_last=_average_last(args), n_bpe=args.n_bpe,
                         n_final=args.final)
     try:   # every check before the first step: a usage error loses no work
         check_settings(settings)
         check_device(settings.device, settings.dtype)
         out_dir = check_out_dir(args.out_dir, args.force)
+    except SettingError as e:
+        option = "--" + {"n_final": "final"}.get(e.name, e.name).replace("_", "-")
+        print(f"{PROG} train: error: {option}: {_one_line(e)}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as e:
-        print(f"{PROG} train: error: {_one_line(e)}", file=sys.stderr)
+        option = "--device" if str(e).startswith(("device", "dtype")) \
+            else "--out-dir"
+        print(f"{PROG} train: error: {option}: {_one_line(e)}", file=sys.stderr)
         return 2
     train(settings, out_dir=out_dir, log=lambda text: _print_line(text, sys.stdout),
           progress=_status if sys.stderr.isatty() else None, force=args.force)
     return 0
+
+
+def _average_last(args):
+    """--average-last as given (checked), or the default capped at the checkpoints
+    --steps keeps (one every average_every steps, and the last)."""
+    s = Settings()
+    if args.average_last is not None:
+        return args.average_last
+    return min(s.average_last, -(-args.steps // s.average_every))
 
 
 def _translate(args):
@@ -187,7 +210,10 @@ def _translate(args):
         if sys.stdin.isatty():
             print("reading numbers in words, one a line (Ctrl-D to end)",
                   file=sys.stderr)
-        texts = sys.stdin.read().splitlines()
+        # bytes that are not UTF-8 stay as lone surrogates: that line is refused
+        raw = getattr(sys.stdin, "buffer", None)      # None: a text stream given
+        texts = (raw.read().decode("utf-8", "surrogateescape") if raw is not None
+                 else sys.stdin.read()).splitlines()
     readable, refused = {}, {}
     for i, text in enumerate(texts):
         try:
@@ -211,17 +237,22 @@ def _translate(args):
 def _line(fmt, text, normal, german, score, error):
     """One output line: for an input, its translation and score, or its error."""
     if fmt == "json":
-        record = {"input": text}
+        record = {"input": _printable(text)}
         record |= ({"error": str(error), "kind": error.kind} if error else
                    {"normalized": normal, "german": german, "score": round(score, 6)})
         return json.dumps(record, ensure_ascii=False)
     if fmt == "tsv":
-        cells = [text, "", "", str(error)] if error else [text, german,
+        cells = [_printable(text), "", "", str(error)] if error else [text, german,
                                                            f"{score:.6f}", ""]
         return "\t".join(" ".join(c.split()) for c in cells)
-    text = " ".join(text.split())
+    text = _printable(" ".join(text.split()))
     text = text if len(text) <= 100 else text[:97] + "..."
     return f"{text} -> error: {error}" if error else f"{text} -> {german}"
+
+
+def _printable(text):
+    """text with control characters and undecodable bytes written as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _one_line(error):
@@ -239,4 +270,19 @@ def _print_line(text, stream):
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")  # clear the status line first
         sys.stderr.flush()
-    print(text, file=stream, flush=True)
+    try:
+        print(text, file=stream, flush=True)
+    except BrokenPipeError:   # train's log read by a reader gone: train on, quietly
+        if stream is not sys.stdout:
+            raise
+        _quiet_stdout()
+
+
+def _quiet_stdout():
+    """Send what is left for standard output to /dev/null (its reader is gone), so
+    that the interpreter's last flush says nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

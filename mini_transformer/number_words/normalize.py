@@ -9,11 +9,16 @@ last part below 100, a comma after "thousand" before a last part of 100 or more:
     12345   "twelve thousand, three hundred and forty-five"
 
 ``normalize`` accepts the ways people write the same number and returns that form:
-any case; spaces around, repeated, or tabs; "forty two" or "forty-two"; with or
-without "and" ("one hundred one", "one thousand one"); with or without the comma
-after "thousand". Anything else raises ``NotANumber`` with one line naming what the
+any case; spaces around, repeated, or tabs; "forty two" or "forty-two", the hyphen
+also a Unicode hyphen or dash (U+2010 to U+2014, U+2212); with or without "and"
+("one hundred one", "one thousand one"); with or without the comma after
+"thousand"; "a" for "one" before "hundred" or "thousand" ("a hundred and five",
+"a thousand"); hundreds counted past ten ("nineteen hundred and eighty-four",
+1,100 to 9,999); a full stop or other punctuation at the end ("forty-two.").
+Anything else raises ``NotANumber`` with one line naming what the
 translator accepts; its ``kind`` says why: "empty", "too-long" (more than
-``MAX_CHARS`` characters, checked first, so that no long input costs time), "digits",
+``MAX_CHARS`` characters, checked first, so that no long input costs time),
+"not-text" (control characters or undecodable bytes: binary data), "digits",
 "beyond" (a million or more), "word" (a word or sign that is not a number word:
 other words, German, "-") and "form" (number words in an order that is no number,
 such as "forty and two" or "two hundred hundred"). The in-browser translator
@@ -32,6 +37,8 @@ TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eight
 BEYOND = {"million", "millions", "billion", "billions", "trillion", "trillions"}
 MAX_CHARS = 300  # the longest number below a million has 73 characters in words
 SPACE = " \t\n\r\f\v\u00a0"  # the spaces between words (the page's too)
+DASHES = "\u2010\u2011\u2012\u2013\u2014\u2212"  # read as "-" (the page's too)
+TRAILING = ".!?;:,"  # punctuation dropped at the end
 ACCEPTS = ("the translator takes English number words from zero to 999,999, such "
            "as \"forty-two\" or \"twelve thousand, three hundred and forty-five\"")
 
@@ -66,17 +73,30 @@ def english(n: int) -> str:
 
 
 def normalize(text: str) -> str:
-    """``text`` in the training form (module doc), or NotANumber."""
+    """``text`` in the training form (module doc), or NotANumber; TypeError if
+    ``text`` is not a str (bytes: decode them first)."""
     return english(read_number(text))
 
 
 def read_number(text: str) -> int:
-    """The number ``text`` names, 0 <= n < 1,000,000, or NotANumber (module doc)."""
+    """The number ``text`` names, 0 <= n < 1,000,000, or NotANumber (module doc);
+    TypeError if ``text`` is not a str."""
+    if not isinstance(text, str):
+        hint = " (decode the bytes to a str first)" if isinstance(
+            text, (bytes, bytearray)) else ""
+        raise TypeError(f"the translator reads text (a str), got "
+                        f"{type(text).__name__}{hint}")
     if len(text) > MAX_CHARS:
         raise NotANumber("too-long", f"the input has {len(text):,} characters, more "
                          f"than the {MAX_CHARS} the translator reads (the longest "
                          f"number below a million has 73 in words)")
+    if any(_not_text(c) for c in text):
+        raise NotANumber("not-text", f"the input holds control characters or bytes "
+                         f"that are not text (binary data?): {ACCEPTS}")
+    for dash in DASHES:
+        text = text.replace(dash, "-")
     spaced = re.sub(f"[{SPACE}]+", " ", text.lower()).strip(" ")
+    spaced = spaced.rstrip(TRAILING + " ")
     words = spaced.replace(",", " , ").replace("-", " - ").split(" ")
     words = [w for w in words if w]
     shown = _quoted(spaced)
@@ -86,7 +106,7 @@ def read_number(text: str) -> int:
         raise NotANumber("digits", f"{shown} is written in digits: {ACCEPTS}")
     if BEYOND & set(words) or words.count("thousand") > 1:
         raise NotANumber("beyond", f"{shown} is a million or more: {ACCEPTS}")
-    known = {*ONES, *TENS[2:], "hundred", "thousand", "and", ",", "-"}
+    known = {*ONES, *TENS[2:], "hundred", "thousand", "and", ",", "-", "a"}
     unknown = [w for w in words if w not in known]
     if unknown:
         raise NotANumber("word", f"{_quoted(unknown[0])} is not an English number "
@@ -95,6 +115,14 @@ def read_number(text: str) -> int:
     if n is None:
         raise NotANumber("form", f"{shown} is not a number in words: {ACCEPTS}")
     return n
+
+
+def _not_text(c):
+    """A control character other than a space, a lone surrogate (undecodable bytes
+    read with surrogateescape), or the replacement character U+FFFD."""
+    code = ord(c)
+    return (c not in SPACE and (code < 32 or 127 <= code < 160)) \
+        or 0xD800 <= code < 0xE000 or code == 0xFFFD
 
 
 def _quoted(text):
@@ -109,6 +137,11 @@ def _parse(words):
     tens = 1..19 | ty | ty ["-"] unit"""
     if words == ["zero"]:
         return 0
+    hundreds = _hundreds_past_ten(words)
+    if hundreds is not None:
+        return hundreds
+    if words[:2] == ["a", "thousand"]:
+        words = ["one", *words[1:]]
     n, i = _part(words, 0)
     if n is None:
         return None
@@ -126,11 +159,28 @@ def _parse(words):
     return n if i == len(words) else None
 
 
+def _hundreds_past_ten(words):
+    """1,100 ... 9,999 said in hundreds, "nineteen hundred [and] [eighty-four]": the
+    number, or None if ``words`` are not that form."""
+    count, i = _tens(words, 0)
+    if count is None or count < 11 or i >= len(words) or words[i] != "hundred":
+        return None
+    i += 1
+    if i == len(words):
+        return 100 * count
+    if words[i] == "and":
+        i += 1
+    rest, i = _tens(words, i)
+    return 100 * count + rest if rest is not None and i == len(words) else None
+
+
 def _part(words, i):
     """(value, next index) of a number 1..999 at words[i], or (None, i)."""
     def at(j):
         return words[j] if j < len(words) else None
 
+    if at(i) == "a" and at(i + 1) == "hundred":
+        words = [*words[:i], "one", *words[i + 1:]]
     if at(i) in ONES[1:10] and at(i + 1) == "hundred":
         n, i = 100 * ONES.index(at(i)), i + 2
         if at(i) == "and":
