@@ -5,8 +5,11 @@ tensors on any device, through the Array API (``array-api-compat``).
 ``import mini_transformer`` does not import torch. The modules, bottom-up (each
 imports only modules above it in this list; ``tests/test_imports.py`` checks):
 
-- ``_checks``, ``_grad``: the shared argument checks, and summing a gradient back
-  to a broadcast shape.
+- ``_checks``, ``_ops``: the argument checks (run at the door, ``at_door``), and the
+  shared array operations (products over all rows, summing a gradient back to a
+  broadcast shape).
+- ``row_blocks``: the softmax's NumPy fast path (cache-sized blocks of rows, in
+  threads, in place).
 - ``tree``: the one walker over a params container (map, leaves, named leaves,
   rebuild from names).
 - ``positional``: the sinusoidal positional encoding (§3.5).
@@ -37,7 +40,7 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
 - ``number_words``: the chapter-15 experiment (data, training, command line),
-  outside the equations; ``numbers`` is an old name for two of its functions.
+  outside the equations.
 - ``pydoc_lm``: chapter 18's experiment (Python's help pages split by topic, n-gram
   baselines, training, bits per character, the ``pydoc-lm`` command).
 - ``torch``: ``nn.Module`` wrappers (``torch.modules``) and weight conversion to

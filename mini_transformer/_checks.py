@@ -3,18 +3,55 @@
 Each public function validates its inputs here, so a bad call fails with a
 ``ValueError`` that names the offending shapes or values instead of a bare
 NumPy/torch traceback or, worse, a silently wrong answer.
+
+The checks run at the door: ``at_door(check)`` runs ``check`` when a user calls
+the function, and skips it when the call comes from inside another checked call
+(``encoder_layer`` calling ``multi_head_attention``, a backward calling its
+forward's kernels), whose door checked the same arrays already.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import inspect
 import math
 
 import numpy as np
 
 from array_api_compat import array_namespace, device, is_array_api_obj
 
+_inside = contextvars.ContextVar("inside_a_checked_call", default=False)
 
-def _kind(a) -> str:
+
+def at_door(check):
+    """Decorator: ``check(**arguments)`` before a call from outside the package;
+    no check inside a call that was checked at its own door.
+
+    ``check`` receives every argument of the decorated function by name, defaults
+    filled in (it may take ``**_`` for those it does not read).
+    """
+    def decorate(f):
+        signature = inspect.signature(f)
+
+        @functools.wraps(f)
+        def door(*args, **kwargs):
+            if _inside.get():
+                return f(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            check(**bound.arguments)
+            token = _inside.set(True)
+            try:
+                return f(*args, **kwargs)
+            finally:
+                _inside.reset(token)
+        return door
+    return decorate
+
+
+def kind(a) -> str:
+    """The library and type of ``a``, as error messages name it: ``numpy.ndarray``."""
     return f"{type(a).__module__.split('.')[0]}.{type(a).__name__}"
 
 
@@ -35,7 +72,7 @@ def namespace(*arrays, names: tuple[str, ...] | None = None):
     try:
         xp = array_namespace(*(a for _, a in pairs))
     except TypeError:
-        kinds = ", ".join(f"{n}: {_kind(a)}" for n, a in pairs)
+        kinds = ", ".join(f"{n}: {kind(a)}" for n, a in pairs)
         raise ValueError(
             f"inputs mix array libraries ({kinds}); convert them all to one "
             "library (e.g. torch.as_tensor) first"
@@ -80,6 +117,22 @@ def features(a, d_model: int, name: str) -> None:
          f"(shape {tuple(a.shape)})")
 
 
+def normalisation(x, vectors: dict, grad_output=None) -> None:
+    """A normalisation's input x (..., d), its per-feature ``vectors`` ({"gamma": γ,
+    "beta": β}, each (d,) or None) and a gradient of x's shape."""
+    namespace(x, *vectors.values(), grad_output,
+              names=("x", *vectors, "grad_output"))
+    rank_at_least(x, 1, "x", "(..., d_model)")
+    non_empty(x.shape[-1], "the feature axis of x", x.shape)
+    for name, a in vectors.items():
+        if a is not None:
+            same(tuple(a.shape), (x.shape[-1],), f"{name} must have shape "
+                 f"({x.shape[-1]},) to match x {tuple(x.shape)}, got {tuple(a.shape)}")
+    if grad_output is not None:
+        same(tuple(grad_output.shape), tuple(x.shape), "grad_output must have x's "
+             f"shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
+
+
 def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
     """Refuse, in the caller's terms, a mask that does not broadcast to ``target``."""
     if mask is None:
@@ -101,6 +154,33 @@ def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
             "do not broadcast"
         )
     return batch
+
+
+def check_qkv(q, k, v, grad_output=None, **_):
+    """Refuse attention's q, k, v (and a gradient of its output) that do not fit
+    together."""
+    namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        rank_at_least(a, 2, name, "(..., n, d)")
+    same(q.shape[-1], k.shape[-1], "q and k must share the feature size d_k: "
+         f"q {tuple(q.shape)}, k {tuple(k.shape)}")
+    same(k.shape[-2], v.shape[-2], "k and v must have the same length n_k: "
+         f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+    non_empty(q.shape[-2], "q", q.shape)
+    non_empty(k.shape[-2], "k", k.shape)
+    non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    qk = broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
+    if qk is None:
+        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)} and k "
+                         f"{tuple(k.shape)} do not broadcast")
+    batch = broadcast_shape(qk, tuple(v.shape[:-2]))
+    if batch is None:
+        raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)}, k "
+                         f"{tuple(k.shape)} and v {tuple(v.shape)} do not broadcast")
+    out = (*batch, q.shape[-2], v.shape[-1])
+    if grad_output is not None:
+        same(tuple(grad_output.shape), out, "grad_output must have the "
+             f"output's shape {out}, got {tuple(grad_output.shape)}")
 
 
 def same(a: int, b: int, what: str) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from array_api_compat import is_array_api_obj, is_numpy_array, is_torch_array
+from array_api_compat import (array_namespace, is_array_api_obj, is_numpy_array,
+                              is_torch_array)
 
 from . import _checks
-from ._grad import sum_to
+from ._ops import sum_to
 from .softmax import softmax, softmax_backward
 
 
@@ -89,52 +90,24 @@ def as_mask(mask, like, shape, xp):
     )
 
 
+def _check_scores(scores, **_):
+    _checks.namespace(scores, names=("scores",))
+
+
+@_checks.at_door(_check_scores)
 def apply_mask(scores, mask):
     """scores where a bool mask is True, ``-inf`` elsewhere; or scores + a float mask.
     """
     if mask is None:
         return scores
-    xp = _checks.namespace(scores, names=("scores",))
+    xp = array_namespace(scores)
     mask = as_mask(mask, scores, scores.shape, xp)
     if mask.dtype == xp.bool:
         return xp.where(mask, scores, -xp.inf)
     return scores + mask
 
 
-def check_qkv(q, k, v):
-    """The shared namespace of q, k, v after checking their shapes agree."""
-    xp = _checks.namespace(q, k, v, names=("q", "k", "v"))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        _checks.rank_at_least(a, 2, name, "(..., n, d)")
-    _checks.same(
-        q.shape[-1],
-        k.shape[-1],
-        "q and k must share the feature size d_k: "
-        f"q {tuple(q.shape)}, k {tuple(k.shape)}",
-    )
-    _checks.same(
-        k.shape[-2],
-        v.shape[-2],
-        "k and v must have the same length n_k: "
-        f"k {tuple(k.shape)}, v {tuple(v.shape)}",
-    )
-    _checks.non_empty(q.shape[-2], "q", q.shape)
-    _checks.non_empty(k.shape[-2], "k", k.shape)
-    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
-    if _checks.broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2])) is None:
-        raise ValueError(
-            f"leading (batch/head) axes of q {tuple(q.shape)} and k {tuple(k.shape)} "
-            "do not broadcast"
-        )
-    if _checks.broadcast_shape(tuple(q.shape[:-2]), tuple(v.shape[:-2])) is None or \
-            _checks.broadcast_shape(tuple(k.shape[:-2]), tuple(v.shape[:-2])) is None:
-        raise ValueError(
-            f"leading (batch/head) axes of q {tuple(q.shape)}, k {tuple(k.shape)} and "
-            f"v {tuple(v.shape)} do not broadcast"
-        )
-    return xp
-
-
+@_checks.at_door(_checks.check_qkv)
 def scaled_dot_product_attention(q, k, v, mask=None):
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V.
 
@@ -144,19 +117,18 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     zero output.
     Returns (output (..., n_q, d_v), weights (..., n_q, n_k)).
     """
-    check_qkv(q, k, v)
     scores = (q / math.sqrt(q.shape[-1])) @ k.mT  # (..., n_q, n_k); scale the smaller q
-    # scores are ours
     weights = softmax(apply_mask(scores, mask), axis=-1, overwrite_x=True)
     return weights @ v, weights  # (..., n_q, d_v)
 
 
+@_checks.at_door(_checks.check_qkv)
 def scaled_dot_product_attention_backward(
     q, k, v, grad_output, mask=None, weights=None
 ):
     """The gradients of Attention(Q, K, V) = A V, A = softmax(S), S = Q Kᵀ / √d_k.
 
-    With dO = ∂L/∂output, row by row (the forward's A is recomputed, not stored):
+    With dO = ∂L/∂output, row by row:
 
         dV = Aᵀ dO                        (n_k, d_v)
         dA = dO Vᵀ                        (n_q, n_k)
@@ -171,19 +143,11 @@ def scaled_dot_product_attention_backward(
     it already (``multi_head_attention_backward`` does); by default recomputed.
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
-    check_qkv(q, k, v)
-    _checks.namespace(q, grad_output, names=("q", "grad_output"))
     if weights is None:
         _, weights = scaled_dot_product_attention(q, k, v, mask)
-    a = weights                                              # A, (..., n_q, n_k)
-    expected = (*a.shape[:-1], v.shape[-1])
-    _checks.same(tuple(grad_output.shape), expected,
-                 f"grad_output must have the output's shape {expected}, got "
-                 f"{tuple(grad_output.shape)}")
-    scale = 1 / math.sqrt(q.shape[-1])
-    d_out = grad_output
-    grad_v = a.mT @ d_out                                    # (..., n_k, d_v)
-    grad_s = softmax_backward(a, d_out @ v.mT)               # (..., n_q, n_k)
+    a, scale = weights, 1 / math.sqrt(q.shape[-1])            # A, (..., n_q, n_k)
+    grad_v = a.mT @ grad_output                              # (..., n_k, d_v)
+    grad_s = softmax_backward(a, grad_output @ v.mT)         # (..., n_q, n_k)
     grad_q = grad_s @ k * scale                              # (..., n_q, d_k)
     grad_k = grad_s.mT @ q * scale                           # (..., n_k, d_k)
     return (sum_to(grad_q, q.shape), sum_to(grad_k, k.shape), sum_to(grad_v, v.shape))

@@ -9,9 +9,10 @@ from array_api_compat import array_namespace
 
 from . import _checks
 from .dropout import dropout
-from .feedforward import feed_forward, feed_forward_backward
+from .feedforward import check_feed_forward, feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .multihead import key_values, multi_head_attention, multi_head_attention_backward
+from .multihead import (check_multi_head, key_values, multi_head_attention,
+                        multi_head_attention_backward)
 from .params import LayerNormParams
 
 
@@ -57,6 +58,47 @@ class KVCache:
         return self.cross_kv
 
 
+def check_decoder_layer(y, memory, params, self_mask=None, memory_mask=None,
+                        cache=None, grad_output=None, **_):
+    """Refuse, in the decoder's terms, inputs or masks of the wrong shape, and what
+    the layer's attentions or feed-forward network would refuse."""
+    p, n_cached = params, 0 if cache is None else cache.length
+    if memory is None:
+        if p.cross_attn is not None:
+            raise ValueError("memory is None but this decoder layer has a "
+                             "cross-attention: pass the encoder's output as memory")
+        _checks.namespace(y, names=("y",))
+        _checks.features(y, p.d_model, "y")
+        batch, n_src = tuple(y.shape[:-2]), None
+    else:
+        _checks.namespace(y, memory, names=("y", "memory"))
+        _checks.features(y, p.d_model, "y")
+        _checks.features(memory, p.d_model, "memory")
+        batch = _checks.batch_axes(y, memory, "y", "memory")
+        n_src = memory.shape[-2]
+    n_tgt = y.shape[-2]
+    _checks.mask_broadcasts(self_mask, (*batch, n_tgt, n_cached + n_tgt), "self_mask",
+                            "(batch, n_tgt, n_tgt)")
+    if n_src is not None:
+        _checks.mask_broadcasts(memory_mask, (*batch, n_tgt, n_src), "memory_mask",
+                                "(batch, n_tgt, n_src)")
+        check_multi_head(y, p.cross_attn, memory=memory)
+    check_multi_head(y, p.self_attn)
+    check_feed_forward(y, p.ffn)
+    if grad_output is not None:
+        _checks.namespace(y, grad_output, names=("y", "grad_output"))
+        _checks.same(tuple(grad_output.shape), tuple(y.shape), "grad_output must have "
+                     f"y's shape {tuple(y.shape)}, got {tuple(grad_output.shape)}")
+
+
+def check_decoder(y, memory, layers, self_mask=None, memory_mask=None, caches=None,
+                   **_):
+    for i, params in enumerate(layers):
+        check_decoder_layer(y, memory, params, self_mask, memory_mask,
+                            None if caches is None else caches[i])
+
+
+@_checks.at_door(check_decoder_layer)
 def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=None, *,
                   norm_first=False, attention=None, cache=None, saved=None):
     """One decoder layer.
@@ -84,9 +126,6 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``); None keeps nothing.
     """
     p = params
-    _check_inputs(
-        y, memory, p, self_mask, memory_mask, 0 if cache is None else cache.length
-    )
     m_self, m_cross, m_ffn = _sublayer_masks(masks, memory)
     s = {} if saved is None else saved
     s["self"], s["cross"], s["ffn"] = {}, {}, {}
@@ -122,6 +161,7 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     return y
 
 
+@_checks.at_door(check_decoder)
 def decoder(y, memory, layers, self_mask=None, memory_mask=None, masks=None, *,
             norm_first=False, attention=None, caches=None, saved=None):
     """A stack of decoder layers (the paper uses 6), each attending to the same memory
@@ -155,29 +195,7 @@ def _sublayer_masks(masks, memory):
     return tuple(masks)
 
 
-def _check_inputs(y, memory, p, self_mask, memory_mask, n_cached):
-    """Refuse, in the decoder's terms, inputs or masks of the wrong shape."""
-    if memory is None:
-        if p.cross_attn is not None:
-            raise ValueError("memory is None but this decoder layer has a "
-                             "cross-attention: pass the encoder's output as memory")
-        _checks.namespace(y, names=("y",))
-        _checks.features(y, p.d_model, "y")
-        batch, n_src = tuple(y.shape[:-2]), None
-    else:
-        _checks.namespace(y, memory, names=("y", "memory"))
-        _checks.features(y, p.d_model, "y")
-        _checks.features(memory, p.d_model, "memory")
-        batch = _checks.batch_axes(y, memory, "y", "memory")
-        n_src = memory.shape[-2]
-    n_tgt = y.shape[-2]
-    _checks.mask_broadcasts(self_mask, (*batch, n_tgt, n_cached + n_tgt), "self_mask",
-                            "(batch, n_tgt, n_tgt)")
-    if n_src is not None:
-        _checks.mask_broadcasts(memory_mask, (*batch, n_tgt, n_src), "memory_mask",
-                                "(batch, n_tgt, n_src)")
-
-
+@_checks.at_door(check_decoder_layer)
 def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
                            memory_mask=None, masks=None, *, norm_first=False,
                            saved=None):
@@ -246,6 +264,13 @@ def _sub_backward(name, h, g, p, s, memory, self_mask, memory_mask, masks):
                                          memory_mask, memory, saved=s["cross"])
 
 
+def _check_backward(memory, layers, grad_output, saved, **_):
+    if saved["inputs"]:
+        check_decoder_layer(saved["inputs"][-1], memory, layers[-1],
+                            grad_output=grad_output)
+
+
+@_checks.at_door(_check_backward)
 def decoder_backward(memory, layers, grad_output, self_mask=None, memory_mask=None,
                      masks=None, *, norm_first=False, saved):
     """The gradients of ``decoder``, from what its forward filled in ``saved``: the

@@ -14,6 +14,8 @@ paper cites (beam size 4, α = 0.6):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from array_api_compat import array_namespace, device, is_numpy_array
 
@@ -21,7 +23,9 @@ from .attention import as_mask
 from .decoder import KVCache
 from .multihead import key_values
 from .softmax import log_softmax
-from .transformer import check_src_mask, decode, embed, encode, tied_embedding
+from . import _checks
+from .transformer import (check_model_inputs, check_src_mask, decode, embed, encode,
+                          tied_embedding)
 
 
 def length_penalty(length, alpha: float):
@@ -57,6 +61,7 @@ def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
     return h[..., -1, :] @ E.T                                  # (..., vocab_size)
 
 
+@_checks.at_door(check_model_inputs)
 def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
                   norm_first=None, attention=None, return_logits=False):
     """Greedy decoding: start from ``bos``, append the most likely next token, stop
@@ -91,92 +96,129 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
     return tokens, xp.stack(logits, axis=-2) if logits else empty
 
 
+@_checks.at_door(check_model_inputs)
 def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=4,
                 alpha=0.6, norm_first=None, attention=None):
     """The hypothesis Y of highest score log P(Y | X) / lp(Y) that a beam of
-    ``beam_size`` finds, for each source.
+    ``beam_size`` (K) finds, for each source. Each step has three phases:
 
-    Each step extends every live hypothesis by every token; of the 2·beam_size
-    most probable extensions (by log P), an EOS among the first beam_size
-    finishes its hypothesis (as in fairseq), and the beam_size most probable
-    others stay live. The search stops at ``max_len`` tokens, where live
-    hypotheses finish without EOS, or earlier when no live hypothesis can still
-    win: log P only falls as tokens are added and lp(Y) <= lp(max_len − 1), so a
-    live one scores at most log P / lp(max_len − 1), and when the best finished
-    score is at least that for every source, the search ends. All the sources'
-    beams run as one batch (batch · beam_size rows) through the decoder's
-    key/value caches, reordered (``KVCache.reorder``) as hypotheses move between
-    rows.
+    expand   every live hypothesis by every token; keep the 2K most probable;
+    finish   an EOS among the first K ends its hypothesis (as in fairseq);
+    advance  the K most probable others stay live, their caches reordered
+             (``KVCache.reorder``).
 
+    At ``max_len`` the live hypotheses finish without EOS; the search ends earlier
+    when no live one can win (log P only falls, lp(Y) <= lp(max_len − 1)).
     src_tokens: (batch, n_src) or (n_src,)   src_mask: as in ``greedy_decode``
     Returns (tokens (batch, n) starting with bos, padded with eos after it,
     scores (batch,)); without the batch axis for a 1-D src_tokens.
     """
-    E = tied_embedding(params)
+    E, K = tied_embedding(params), beam_size
     xp, dev = array_namespace(E), device(E)
-    src_tokens = src_tokens if hasattr(src_tokens, "shape") else np.asarray(src_tokens)
-    one = src_tokens.ndim == 1
-    if not 1 <= src_tokens.ndim <= 2:
-        raise ValueError(f"src_tokens must be (batch, n_src) or (n_src,), got shape "
-                         f"{tuple(src_tokens.shape)}")
-    memory = encode_source(src_tokens[None, :] if one else src_tokens, params, src_mask,
-                           norm_first, attention)               # (B, n_src, d)
-    B, n_src, V, K = memory.shape[0], memory.shape[1], E.shape[0], beam_size
-    max_len = _max_len(max_len, memory)
+    src, one = _as_batch(src_tokens)                            # (B, n_src)
+    memory = encode_source(src, params, src_mask, norm_first, attention)  # (B, n, d)
+    B, V, max_len = memory.shape[0], E.shape[0], _max_len(max_len, memory)
     _check_decoding(max_len, bos, eos, V)
     _check_beam(beam_size, alpha)
-    rows = xp.arange(B * K, device=dev) // K                    # source of each row
-    memory_b, memory = memory, xp.take(memory, rows, axis=0)    # (B K, n_src, d)
+    memory, src_mask, caches = _beams(memory, src_mask, params, K)  # B K rows
+    logp = xp.astype(xp.where(xp.arange(B * K, device=dev) % K == 0, 0.0, -xp.inf),
+                     E.dtype)                                   # (B K,) one live each
+    tokens = xp.full((B * K, 1), bos, dtype=xp.int64, device=dev)   # (B K, t + 1)
+    finished = Finished.empty(B, max_len, eos, E)
+    first_row = xp.reshape(xp.arange(B, device=dev) * K, (B, 1))
+    for n in range(1, max_len):                                 # n = |Y| after step
+        logits = decode_step(tokens, memory, params, caches, src_mask, norm_first,
+                             attention)                         # (B K, V)
+        row, token, cand = _expand(logp, logits, first_row, K)  # (B, 2K) each
+        is_eos = (token == eos) & (xp.arange(2 * K, device=dev) < K)
+        finished = finished.add(xp.where(is_eos, cand / length_penalty(n, alpha),
+                                         -xp.inf), row, token, tokens)
+        row, token, logp = _advance(row, token, cand, eos, K)   # (B K,) each
+        tokens = xp.concat([xp.take(tokens, row, axis=0), token[:, None]], axis=-1)
+        for cache in caches:
+            cache.reorder(row)
+        if n == max_len - 1:  # out of room: the live hypotheses finish without EOS
+            live = xp.reshape(logp / length_penalty(n, alpha), (B, K))
+            finished = finished.add(live, first_row + xp.arange(K, device=dev), None,
+                                    tokens)
+        bound = xp.max(xp.reshape(logp, (B, K)), axis=-1) / length_penalty(
+            max_len - 1, alpha)                                 # the best a live can do
+        if bool(xp.all(finished.score >= bound)):
+            break
+    out = finished.tokens[:, : int(xp.max(finished.length))]
+    return (out[0], finished.score[0]) if one else (out, finished.score)
+
+
+class Finished(NamedTuple):
+    """Each source's best finished hypothesis: tokens (B, max_len) padded with EOS,
+    its length (B,) and its score log P / lp (B,)."""
+
+    tokens: object
+    length: object
+    score: object
+    eos: int
+
+    @classmethod
+    def empty(cls, B, max_len, eos, like):
+        """None yet (score −inf); with max_len = 1, BOS alone: |Y| = 0, log P = 0."""
+        xp, dev = array_namespace(like), device(like)
+        score = xp.full((B,), 0.0 if max_len == 1 else -xp.inf, dtype=like.dtype,
+                        device=dev)
+        return cls(xp.full((B, max_len), eos, dtype=xp.int64, device=dev),
+                   xp.ones((B,), dtype=xp.int64, device=dev), score, eos)
+
+    def add(self, score, row, token, tokens):
+        """Where a source's best candidate of ``score`` (B, C) beats its best finished
+        hypothesis, that candidate replaces it: the history ``tokens[row]``, then
+        ``token`` (None: nothing more)."""
+        xp = array_namespace(score)
+        j = xp.argmax(score, axis=-1)[:, None]                       # (B, 1)
+        s = xp.take_along_axis(score, j, axis=-1)[:, 0]              # (B,)
+        hist = xp.take(tokens, xp.take_along_axis(row, j, axis=-1)[:, 0], axis=0)
+        if token is not None:
+            hist = xp.concat([hist, xp.take_along_axis(token, j, axis=-1)], axis=-1)
+        B, n = hist.shape                                            # (B, n)
+        pad = xp.full((B, self.tokens.shape[1] - n), self.eos,
+                      dtype=self.tokens.dtype, device=device(self.tokens))
+        better = s > self.score
+        return Finished(
+            xp.where(better[:, None], xp.concat([hist, pad], axis=-1), self.tokens),
+            xp.where(better, n, self.length), xp.where(better, s, self.score),
+            self.eos)
+
+
+def _beams(memory, src_mask, params, K):
+    """The memory, the source mask and the decoders' caches for K rows per source
+    (B K rows); the memory's keys and values computed once per source."""
+    xp = array_namespace(memory)
+    B, n_src = memory.shape[0], memory.shape[1]
+    rows = xp.arange(B * K, device=device(memory)) // K         # source of each row
     if src_mask is not None:
         src_mask = as_mask(src_mask, memory, (B, 1, n_src), xp)
         src_mask = xp.take(xp.broadcast_to(src_mask, (B, 1, n_src)), rows, axis=0)
-    # the memory's keys and values, computed once per source and copied to its rows
     caches = [KVCache(cross_kv=tuple(xp.take(a, rows, axis=0) for a in key_values(
-        memory_b, layer.cross_attn))) for layer in params.decoder_layers]
-    first = xp.arange(B * K, device=dev) % K == 0
-    logp = xp.astype(xp.where(first, 0.0, -xp.inf), E.dtype)    # (B K,) one live
-    tokens = xp.full((B * K, 1), bos, dtype=xp.int64, device=dev)   # (B K, t + 1)
-    best = xp.full((B, max_len), eos, dtype=xp.int64, device=dev)   # finished
-    best_score = xp.full((B,), -xp.inf, dtype=E.dtype, device=dev)
-    best_len = xp.ones((B,), dtype=xp.int64, device=dev)
-    if max_len == 1:  # only BOS: |Y| = 0, log P = 0
-        best_score = xp.zeros((B,), dtype=E.dtype, device=dev)
-    lp_max = length_penalty(max_len - 1, alpha)
-    base = xp.reshape(xp.arange(B, device=dev) * K, (B, 1))     # first row of each
-    for t in range(max_len - 1):
-        logits = decode_step(tokens, memory, params, caches, src_mask, norm_first,
-                             attention)                         # (B K, V)
-        cand = xp.reshape(logp[:, None] + log_softmax(logits), (B, K * V))  # (B, K V)
-        order = _top(cand, 2 * K)                               # (B, 2K)
-        cand_logp = xp.take_along_axis(cand, order, axis=-1)    # (B, 2K)
-        row, token = base + order // V, order % V               # (B, 2K)
-        n = t + 1                                               # |Y| with it
-        # Finished: an EOS among the K most probable extensions.
-        is_eos = (token == eos) & (xp.arange(2 * K, device=dev) < K)
-        score = xp.where(is_eos, cand_logp / length_penalty(n, alpha), -xp.inf)
-        best, best_score, best_len = _keep_best(
-            xp, score, row, token, tokens, eos, best, best_score, best_len)
-        # Live: the K most probable extensions that are not EOS.
-        live = xp.argsort(xp.astype(token == eos, xp.int8), axis=-1, stable=True)[:, :K]
-        row = xp.reshape(xp.take_along_axis(row, live, axis=-1), (B * K,))
-        token = xp.reshape(xp.take_along_axis(token, live, axis=-1), (B * K, 1))
-        logp = xp.reshape(xp.take_along_axis(cand_logp, live, axis=-1), (B * K,))
-        tokens = xp.concat([xp.take(tokens, row, axis=0), token], axis=-1)
-        for cache in caches:  # each row's keys and values follow its hypothesis;
-            # a row stays among its source's rows, whose memory keys and values
-            # (cross_kv) are the same: only the self-attention's move
-            cache.self_kv = tuple(xp.take(a, row, axis=0) for a in cache.self_kv)
-        if t == max_len - 2:  # out of room: the live hypotheses finish without EOS
-            score = xp.reshape(logp / length_penalty(n, alpha), (B, K))
-            rows_k = base + xp.arange(K, device=dev)
-            best, best_score, best_len = _keep_best(
-                xp, score, rows_k, None, tokens, eos, best, best_score, best_len)
-            break
-        bound = xp.max(xp.reshape(logp, (B, K)), axis=-1) / lp_max  # best a live can do
-        if bool(xp.all(best_score >= bound)):
-            break
-    tokens = best[:, : int(xp.max(best_len))]
-    return (tokens[0], best_score[0]) if one else (tokens, best_score)
+        memory, layer.cross_attn))) for layer in params.decoder_layers]
+    return xp.take(memory, rows, axis=0), src_mask, caches
+
+
+def _expand(logp, logits, first_row, K):
+    """The 2K most probable one-token extensions of each source's K hypotheses:
+    (row, token, log P), each (B, 2K), most probable first."""
+    xp, V = array_namespace(logits), logits.shape[-1]
+    B = first_row.shape[0]
+    cand = xp.reshape(logp[:, None] + log_softmax(logits), (B, K * V))  # (B, K V)
+    order = _top(cand, 2 * K)                                   # (B, 2K)
+    return (first_row + order // V, order % V,
+            xp.take_along_axis(cand, order, axis=-1))
+
+
+def _advance(row, token, cand, eos, K):
+    """The K most probable extensions that are not EOS, flattened to (B K,):
+    (row, token, log P)."""
+    xp = array_namespace(cand)
+    live = xp.argsort(xp.astype(token == eos, xp.int8), axis=-1, stable=True)[:, :K]
+    return tuple(xp.reshape(xp.take_along_axis(a, live, axis=-1), (-1,))
+                 for a in (row, token, cand))
 
 
 def _top(a, k):
@@ -197,23 +239,6 @@ def _top(a, k):
     return xp.argsort(a, axis=-1, descending=True, stable=True)[:, :k]
 
 
-def _keep_best(xp, score, row, token, tokens, eos, best, best_score, best_len):
-    """Where the best candidate of ``score`` (B, C) beats a source's best finished
-    hypothesis, it becomes that source's best: the history ``tokens[row]``, then
-    ``token`` (None: nothing more), padded with EOS."""
-    j = xp.argmax(score, axis=-1)[:, None]                           # (B, 1)
-    s = xp.take_along_axis(score, j, axis=-1)[:, 0]                  # (B,)
-    hist = xp.take(tokens, xp.take_along_axis(row, j, axis=-1)[:, 0], axis=0)
-    if token is not None:
-        hist = xp.concat([hist, xp.take_along_axis(token, j, axis=-1)], axis=-1)
-    B, n = hist.shape                                                # (B, n)
-    pad = xp.full((B, best.shape[1] - n), eos, dtype=best.dtype, device=device(best))
-    better = s > best_score
-    best = xp.where(better[:, None], xp.concat([hist, pad], axis=-1), best)
-    best_len = xp.where(better, n, best_len)
-    return best, xp.where(better, s, best_score), best_len
-
-
 def _max_len(max_len, memory):
     return memory.shape[-2] + 50 if max_len is None else max_len
 
@@ -229,6 +254,16 @@ def _check_decoding(max_len, bos, eos, vocab):
         if not _is_int(token) or not 0 <= token < vocab:
             raise ValueError(f"{name} must be a token id in [0, vocab_size={vocab}), "
                              f"got {token!r}")
+
+
+def _as_batch(src_tokens):
+    """(batch, n_src) token ids, and True when ``src_tokens`` was one source (n_src,).
+    """
+    src = src_tokens if hasattr(src_tokens, "shape") else np.asarray(src_tokens)
+    if not 1 <= src.ndim <= 2:
+        raise ValueError(f"src_tokens must be (batch, n_src) or (n_src,), got shape "
+                         f"{tuple(src.shape)}")
+    return (src[None, :], True) if src.ndim == 1 else (src, False)
 
 
 def _check_beam(beam_size, alpha):

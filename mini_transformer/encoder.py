@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import _checks
 from .dropout import dropout
-from .feedforward import feed_forward, feed_forward_backward
+from .feedforward import check_feed_forward, feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .multihead import multi_head_attention, multi_head_attention_backward
+from .multihead import (check_multi_head, multi_head_attention,
+                        multi_head_attention_backward)
 from .params import LayerNormParams
 
 
+def check_encoder_layer(x, params, mask=None, grad_output=None, **_):
+    """Refuse what the layer's attention or feed-forward network would refuse, and a
+    gradient of another shape than x."""
+    check_multi_head(x, params.attn, mask)
+    check_feed_forward(x, params.ffn)
+    if grad_output is not None:
+        _checks.namespace(x, grad_output, names=("x", "grad_output"))
+        _checks.same(tuple(grad_output.shape), tuple(x.shape), "grad_output must have "
+                     f"x's shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
+
+
+def check_encoder(x, layers, mask=None, **_):
+    for params in layers:
+        check_encoder_layer(x, params, mask)
+
+
+@_checks.at_door(check_encoder_layer)
 def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attention=None,
                   saved=None):
     """One encoder layer.
@@ -54,6 +73,7 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     return norm(p.norm2, s["b"])
 
 
+@_checks.at_door(check_encoder)
 def encoder(x, layers, mask=None, masks=None, *, norm_first=False, attention=None,
             saved=None):
     """A stack of encoder layers (the paper uses 6): x -> layer_N(...layer_1(x)).
@@ -74,6 +94,7 @@ def encoder(x, layers, mask=None, masks=None, *, norm_first=False, attention=Non
     return x
 
 
+@_checks.at_door(check_encoder_layer)
 def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
                            norm_first=False, saved=None):
     """The gradients of ``encoder_layer``: its lines in reverse order, each sub-layer's
@@ -127,6 +148,12 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
     return g_x, grads
 
 
+def _check_backward(layers, grad_output, saved, **_):
+    if saved["inputs"]:
+        check_encoder_layer(saved["inputs"][-1], layers[-1], grad_output=grad_output)
+
+
+@_checks.at_door(_check_backward)
 def encoder_backward(layers, grad_output, mask=None, masks=None, *, norm_first=False,
                      saved):
     """The gradients of ``encoder``, from what its forward filled in ``saved``: the

@@ -9,6 +9,48 @@ from .attention import (as_mask, scaled_dot_product_attention,
                         scaled_dot_product_attention_backward)
 
 
+def _check(q, k, v, grad_output=None, **_):
+    """Refuse q, k, v (and a gradient of the output) that do not fit together."""
+    _checks.namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        _checks.rank_at_least(a, 3, name, "(..., heads, n, d)")
+    _checks.same(q.shape[-1], k.shape[-1],
+                 f"q and k must share the feature size d_k: q {tuple(q.shape)}, "
+                 f"k {tuple(k.shape)}")
+    _checks.same(k.shape[-2], v.shape[-2],
+                 f"k and v must have the same length n_k: k {tuple(k.shape)}, "
+                 f"v {tuple(v.shape)}")
+    for name, a in (("q", q), ("k", k)):
+        _checks.non_empty(a.shape[-2], name, a.shape)
+    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    h, h_kv = q.shape[-3], k.shape[-3]
+    _checks.same(v.shape[-3], h_kv,
+                 f"k and v must have the same number of heads h_kv: "
+                 f"k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if h_kv == 0 or h % h_kv:
+        raise ValueError(
+            f"the number of query heads h = {h} must be a multiple of the number of "
+            f"key/value heads h_kv = {h_kv}: q {tuple(q.shape)}, k {tuple(k.shape)}")
+    batch = _batch(q, k, v)
+    if batch is None:
+        raise ValueError(
+            f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)} and "
+            f"v {tuple(v.shape)} (all but the last three) do not broadcast")
+    if grad_output is not None:
+        expected = (*batch, *q.shape[-3:-1], v.shape[-1])
+        _checks.same(tuple(grad_output.shape), expected,
+                     f"grad_output must have the output's shape {expected}, got "
+                     f"{tuple(grad_output.shape)}")
+
+
+def _batch(q, k, v):
+    """The broadcast batch axes (all but the last three) of q, k, v, or None."""
+    batch = _checks.broadcast_shape(tuple(q.shape[:-3]), tuple(k.shape[:-3]))
+    return None if batch is None else _checks.broadcast_shape(batch,
+                                                              tuple(v.shape[:-3]))
+
+
+@_checks.at_door(_check)
 def grouped_query_attention(q, k, v, mask=None):
     """Attention of h query heads over h_kv key/value heads, h a multiple of h_kv.
 
@@ -19,7 +61,7 @@ def grouped_query_attention(q, k, v, mask=None):
     mask: as ``scaled_dot_product_attention``, broadcast to (..., h, n_q, n_k).
     Returns (output (..., h, n_q, d_v), weights (..., h, n_q, n_k)).
     """
-    xp, batch = _check(q, k, v)
+    xp, batch = array_namespace(q), _batch(q, k, v)
     h, h_kv = q.shape[-3], k.shape[-3]
     q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
     k_g, v_g = k[..., None, :, :], v[..., None, :, :]       # (..., h_kv, 1, n_k, ·)
@@ -28,6 +70,7 @@ def grouped_query_attention(q, k, v, mask=None):
     return _heads(out, h), _heads(weights, h)               # (..., h, n_q, ·)
 
 
+@_checks.at_door(_check)
 def grouped_query_attention_backward(q, k, v, grad_output, mask=None):
     """The gradients of grouped-query attention: those of scaled dot-product
     attention on the grouped arrays. A key/value head shared by h / h_kv query
@@ -35,12 +78,7 @@ def grouped_query_attention_backward(q, k, v, grad_output, mask=None):
 
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
-    xp, batch = _check(q, k, v)
-    _checks.namespace(q, grad_output, names=("q", "grad_output"))
-    expected = (*batch, *q.shape[-3:-1], v.shape[-1])
-    _checks.same(tuple(grad_output.shape), expected,
-                 f"grad_output must have the output's shape {expected}, got "
-                 f"{tuple(grad_output.shape)}")
+    xp, batch = array_namespace(q), _batch(q, k, v)
     h, h_kv = q.shape[-3], k.shape[-3]
     q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
     k_g, v_g = k[..., None, :, :], v[..., None, :, :]
@@ -67,35 +105,3 @@ def _grouped_mask(mask, q, k, batch, xp):
     if m.ndim >= 3:
         return m[..., None, :, :]                           # one mask for every head
     return m
-
-
-def _check(q, k, v):
-    """The namespace and the broadcast batch axes, after checking the shapes."""
-    xp = _checks.namespace(q, k, v, names=("q", "k", "v"))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        _checks.rank_at_least(a, 3, name, "(..., heads, n, d)")
-    _checks.same(q.shape[-1], k.shape[-1],
-                 f"q and k must share the feature size d_k: q {tuple(q.shape)}, "
-                 f"k {tuple(k.shape)}")
-    _checks.same(k.shape[-2], v.shape[-2],
-                 f"k and v must have the same length n_k: k {tuple(k.shape)}, "
-                 f"v {tuple(v.shape)}")
-    for name, a in (("q", q), ("k", k)):
-        _checks.non_empty(a.shape[-2], name, a.shape)
-    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
-    h, h_kv = q.shape[-3], k.shape[-3]
-    _checks.same(v.shape[-3], h_kv,
-                 f"k and v must have the same number of heads h_kv: "
-                 f"k {tuple(k.shape)}, v {tuple(v.shape)}")
-    if h_kv == 0 or h % h_kv:
-        raise ValueError(
-            f"the number of query heads h = {h} must be a multiple of the number of "
-            f"key/value heads h_kv = {h_kv}: q {tuple(q.shape)}, k {tuple(k.shape)}")
-    batch = _checks.broadcast_shape(tuple(q.shape[:-3]), tuple(k.shape[:-3]))
-    if batch is not None:
-        batch = _checks.broadcast_shape(batch, tuple(v.shape[:-3]))
-    if batch is None:
-        raise ValueError(
-            f"the batch axes of q {tuple(q.shape)}, k {tuple(k.shape)} and "
-            f"v {tuple(v.shape)} (all but the last three) do not broadcast")
-    return xp, batch

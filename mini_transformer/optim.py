@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .tree import tree_leaves, tree_map  # noqa: F401  (the chapters import them here)
+from .tree import tree_map
 
 
 def learning_rate(step: int, d_model: int, warmup_steps: int = 4000) -> float:

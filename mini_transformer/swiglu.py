@@ -5,6 +5,7 @@ from __future__ import annotations
 from array_api_compat import array_namespace
 
 from . import _checks
+from ._ops import rows_matmul, rows_outer
 
 
 def silu(zeta):
@@ -21,11 +22,11 @@ def swiglu(x, w, v, w2, saved=None):
     saved: a dict that keeps x W_1 and x W_3 for ``swiglu_backward``.
     """
     _check(x, w, v, w2)
-    zeta = _rows_matmul(x, w)                                # (..., d_ff), x W_1
-    psi = _rows_matmul(x, v)                                 # (..., d_ff), x W_3
+    zeta = rows_matmul(x, w)                                # (..., d_ff), x W_1
+    psi = rows_matmul(x, v)                                 # (..., d_ff), x W_3
     if saved is not None:
         saved["zeta"], saved["psi"] = zeta, psi
-    return _rows_matmul(silu(zeta) * psi, w2)                # (..., d_model)
+    return rows_matmul(silu(zeta) * psi, w2)                # (..., d_model)
 
 
 def swiglu_backward(x, w, v, w2, grad_output, saved=None):
@@ -43,15 +44,15 @@ def swiglu_backward(x, w, v, w2, grad_output, saved=None):
     if saved:
         zeta, psi = saved["zeta"], saved["psi"]
     else:
-        zeta, psi = _rows_matmul(x, w), _rows_matmul(x, v)
+        zeta, psi = rows_matmul(x, w), rows_matmul(x, v)
     sig = _sigmoid(zeta, xp)                                 # σ(ζ), (..., d_ff)
     gated = zeta * sig                                       # SiLU(ζ)
-    grad_u = _rows_matmul(grad_output, w2.T)                 # ∂L/∂U, (..., d_ff)
+    grad_u = rows_matmul(grad_output, w2.T)                 # ∂L/∂U, (..., d_ff)
     grad_psi = grad_u * gated
     grad_zeta = grad_u * psi * sig * (1 + zeta * (1 - sig))
-    grad_x = _rows_matmul(grad_zeta, w.T) + _rows_matmul(grad_psi, v.T)
-    return (grad_x, _rows_outer(x, grad_zeta), _rows_outer(x, grad_psi),
-            _rows_outer(gated * psi, grad_output))
+    grad_x = rows_matmul(grad_zeta, w.T) + rows_matmul(grad_psi, v.T)
+    return (grad_x, rows_outer(x, grad_zeta), rows_outer(x, grad_psi),
+            rows_outer(gated * psi, grad_output))
 
 
 def _sigmoid(t, xp):
@@ -59,16 +60,6 @@ def _sigmoid(t, xp):
     e = xp.exp(-xp.abs(t))
     return xp.where(t >= 0, 1 / (1 + e), e / (1 + e))
 
-
-def _rows_matmul(a, W):
-    xp = array_namespace(a)
-    rows = xp.reshape(a, (-1, a.shape[-1])) @ W
-    return xp.reshape(rows, (*a.shape[:-1], W.shape[-1]))
-
-
-def _rows_outer(a, b):
-    xp = array_namespace(a)
-    return xp.reshape(a, (-1, a.shape[-1])).T @ xp.reshape(b, (-1, b.shape[-1]))
 
 
 def _check(x, w, v, w2, grad_output=None):

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from array_api_compat import is_numpy_array
 
-from ._grad import sum_to
-from .attention import check_qkv
-from .softmax import cpus
+from ._ops import sum_to
+from ._checks import check_qkv
+from .row_blocks import cpus
 
 
 def tiled_attention(

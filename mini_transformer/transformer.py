@@ -10,17 +10,118 @@ import numpy as np
 from array_api_compat import array_namespace, device, is_array_api_obj, is_numpy_array
 
 from . import _checks
+from ._ops import rows_matmul, rows_outer
 from .attention import as_mask, causal_mask
-from .decoder import decoder, decoder_backward
+from .decoder import check_decoder, decoder, decoder_backward
 from .dropout import DropoutMasks, dropout
-from .encoder import encoder, encoder_backward
-from .feedforward import _rows_matmul, _rows_outer
+from .encoder import check_encoder, encoder, encoder_backward
 from .layernorm import layer_norm, layer_norm_backward
 from .loss import cross_entropy, cross_entropy_backward
 from .params import LayerNormParams
 from .positional import positional_encoding
+from .tree import named_leaves
 
 
+# --- checks ---------------------------------------------------------------------
+
+def tied_embedding(params):
+    """The embedding E (vocab_size, d_model), refused when the params have none."""
+    if params.embedding is None:
+        raise ValueError(
+            "these params have no embedding (torch.nn.Transformer has none): "
+            "pass one to mini_transformer.torch.convert.from_torch(model, "
+            "embedding=...)"
+        )
+    return params.embedding
+
+
+def _token_ids(tokens, embedding, xp, name):
+    """``tokens`` as int64 ids in the embedding's library and on its device (NumPy
+    ids are welcome with torch weights), checked to lie in [0, vocab_size)."""
+    if not is_array_api_obj(tokens):
+        tokens = np.asarray(tokens)
+    if is_numpy_array(tokens) and not is_numpy_array(embedding):
+        tokens = xp.asarray(tokens, device=device(embedding))
+    if _checks.kind(tokens).split(".")[0] != _checks.kind(embedding).split(".")[0]:
+        raise ValueError(
+            f"inputs mix array libraries ({name}: {_checks.kind(tokens)}, "
+            f"embedding: {_checks.kind(embedding)})"
+        )
+    if device(tokens) != device(embedding):
+        raise ValueError(
+            f"device mismatch: {name} is on {device(tokens)} but the embedding "
+            f"is on {device(embedding)}"
+        )
+    if not xp.isdtype(tokens.dtype, "integral"):
+        raise ValueError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
+    _checks.rank_at_least(tokens, 1, name, "(..., n)")
+    _checks.non_empty(tokens.shape[-1], name, tokens.shape)
+    lo, hi, vocab = int(xp.min(tokens)), int(xp.max(tokens)), embedding.shape[0]
+    if lo < 0 or hi >= vocab:
+        raise ValueError(
+            f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
+            f"to {hi} (shape {tuple(tokens.shape)})"
+        )
+    return xp.astype(tokens, xp.int64)
+
+
+def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
+    _checks.namespace(src, tgt, names=("src", "tgt"))
+    _checks.features(src, params.d_model, "src")
+    _checks.features(tgt, params.d_model, "tgt")
+    batch = _checks.batch_axes(src, tgt, "src", "tgt")
+    n_src, n_tgt = src.shape[-2], tgt.shape[-2]
+    for mask, name, shape, layout in (
+            (src_mask, "src_mask", (n_src, n_src), "(batch, n_src, n_src)"),
+            (tgt_mask, "tgt_mask", (n_tgt, n_tgt), "(batch, n_tgt, n_tgt)"),
+            (memory_mask, "memory_mask", (n_tgt, n_src), "(batch, n_tgt, n_src)")):
+        _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
+    check_encoder(src, params.encoder_layers, src_mask)
+    check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask)
+
+
+def check_src_mask(src_mask, x):
+    """The source mask serves two attentions: it must be a mask on the keys."""
+    _checks.mask_broadcasts(src_mask, (*x.shape[:-2], 1, x.shape[-2]), "src_mask",
+                            "(batch, 1, n_src)")
+
+
+def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None, **_):
+    """Token ids in the vocabulary, one library, dtype and device for every array of
+    the params, and a source mask on the keys."""
+    E = tied_embedding(params)
+    leaves = named_leaves(params)
+    _checks.namespace(*leaves.values(), names=tuple(leaves))
+    _embedding_shape(E)
+    xp = array_namespace(E)
+    src = _token_ids(src_tokens, E, xp, "src_tokens")
+    tgt = tgt_in if tgt_tokens is None else tgt_tokens
+    if tgt is not None:                                 # none when decoding
+        _token_ids(tgt, E, xp, "tgt_tokens")
+    _checks.mask_broadcasts(src_mask, (*src.shape[:-1], 1, src.shape[-1]), "src_mask",
+                            "(batch, 1, n_src)")
+
+
+def _check_encode(src, params, src_mask, **_):
+    check_encoder(src, params.encoder_layers, src_mask)
+
+
+def _check_decode(tgt, memory, params, tgt_mask, memory_mask, caches, **_):
+    check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, caches)
+
+
+def _check_embedding(embedding, **_):
+    _checks.namespace(embedding, names=("embedding",))
+    _embedding_shape(embedding)
+
+
+def _embedding_shape(embedding):
+    if embedding.ndim != 2 or 0 in embedding.shape:
+        raise ValueError(f"embedding must have shape (vocab_size, d_model), got "
+                         f"{tuple(embedding.shape)}")
+
+
+@_checks.at_door(_check_embedding)
 def embed(tokens, embedding, start=0, *, name="tokens"):
     """Embedding(tokens) √d_model + PE(positions start, start + 1, ...).
 
@@ -29,10 +130,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
     positional encoding (§3.5). ``name`` is what an error message calls tokens.
     Returns (..., n, d_model).
     """
-    xp = _checks.namespace(embedding, names=("embedding",))
-    if embedding.ndim != 2 or 0 in embedding.shape:
-        raise ValueError(f"embedding must have shape (vocab_size, d_model), got "
-                         f"{tuple(embedding.shape)}")
+    xp = array_namespace(embedding)
     tokens = _token_ids(tokens, embedding, xp, name)
     d_model = embedding.shape[-1]
     pe = positional_encoding(start + tokens.shape[-1], d_model)[start:]  # (n, d_model)
@@ -40,6 +138,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
     return embedding[tokens] * math.sqrt(d_model) + pe  # (..., n, d_model)
 
 
+@_checks.at_door(_check_embedded)
 def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=None,
                     masks=None, *, norm_first=None, attention=None, saved=None):
     """memory = Encoder(src), output = Decoder(tgt, memory), each stack followed by
@@ -57,7 +156,6 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     ``saved["decoder"]`` (``encode``, ``decode``) and the memory.
     Returns (..., n_tgt, d_model).
     """
-    _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask)
     enc, dec = (None, None) if masks is None else (masks.encoder, masks.decoder)
     s_enc, s_dec = (None, None) if saved is None else ({}, {})
     memory = encode(src, params, src_mask, enc, norm_first=norm_first,
@@ -69,6 +167,7 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
     return out
 
 
+@_checks.at_door(check_model_inputs)
 def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
                 norm_first=None, attention=None, p_drop=0.0, rng=None):
     """The scores (logits) of the next token at every target position.
@@ -87,7 +186,6 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     E = tied_embedding(params)
     x = embed(src_tokens, E, name="src_tokens")         # (..., n_src, d_model)
     y = embed(tgt_tokens, E, name="tgt_tokens")         # (..., n_tgt, d_model)
-    check_src_mask(src_mask, x)
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)
     if masks is not None:
         x, y = dropout(x, masks.src), dropout(y, masks.tgt)
@@ -105,6 +203,7 @@ def count_parameters(params) -> int:
     return sum(math.prod(a.shape) for a in arrays.values())
 
 
+@_checks.at_door(_check_encode)
 def encode(src, params, src_mask=None, masks=None, *, norm_first=None, attention=None,
            saved=None):
     """memory = Encoder(src), then the encoder's final LayerNorm where the params
@@ -121,6 +220,7 @@ def encode(src, params, src_mask=None, masks=None, *, norm_first=None, attention
     return _final_norm(out, params.encoder_norm, params.eps)
 
 
+@_checks.at_door(_check_decode)
 def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, masks=None, *,
            norm_first=None, attention=None, caches=None, saved=None):
     """Decoder(tgt, memory), then the decoder's final LayerNorm where the params
@@ -157,68 +257,6 @@ def _and_causal(tgt_mask, y):
     return causal & mask if mask.dtype == xp.bool else xp.where(causal, mask, -xp.inf)
 
 
-# --- checks ---------------------------------------------------------------------
-
-def tied_embedding(params):
-    """The embedding E (vocab_size, d_model), refused when the params have none."""
-    if params.embedding is None:
-        raise ValueError(
-            "these params have no embedding (torch.nn.Transformer has none): "
-            "pass one to mini_transformer.torch.convert.from_torch(model, "
-            "embedding=...)"
-        )
-    return params.embedding
-
-
-def _token_ids(tokens, embedding, xp, name):
-    """``tokens`` as int64 ids in the embedding's library and on its device (NumPy
-    ids are welcome with torch weights), checked to lie in [0, vocab_size)."""
-    if not is_array_api_obj(tokens):
-        tokens = np.asarray(tokens)
-    if is_numpy_array(tokens) and not is_numpy_array(embedding):
-        tokens = xp.asarray(tokens, device=device(embedding))
-    if _checks._kind(tokens).split(".")[0] != _checks._kind(embedding).split(".")[0]:
-        raise ValueError(
-            f"inputs mix array libraries ({name}: {_checks._kind(tokens)}, "
-            f"embedding: {_checks._kind(embedding)})"
-        )
-    if device(tokens) != device(embedding):
-        raise ValueError(
-            f"device mismatch: {name} is on {device(tokens)} but the embedding "
-            f"is on {device(embedding)}"
-        )
-    if not xp.isdtype(tokens.dtype, "integral"):
-        raise ValueError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
-    _checks.rank_at_least(tokens, 1, name, "(..., n)")
-    _checks.non_empty(tokens.shape[-1], name, tokens.shape)
-    lo, hi, vocab = int(xp.min(tokens)), int(xp.max(tokens)), embedding.shape[0]
-    if lo < 0 or hi >= vocab:
-        raise ValueError(
-            f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
-            f"to {hi} (shape {tuple(tokens.shape)})"
-        )
-    return xp.astype(tokens, xp.int64)
-
-
-def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask):
-    _checks.namespace(src, tgt, names=("src", "tgt"))
-    _checks.features(src, params.d_model, "src")
-    _checks.features(tgt, params.d_model, "tgt")
-    batch = _checks.batch_axes(src, tgt, "src", "tgt")
-    n_src, n_tgt = src.shape[-2], tgt.shape[-2]
-    for mask, name, shape, layout in (
-            (src_mask, "src_mask", (n_src, n_src), "(batch, n_src, n_src)"),
-            (tgt_mask, "tgt_mask", (n_tgt, n_tgt), "(batch, n_tgt, n_tgt)"),
-            (memory_mask, "memory_mask", (n_tgt, n_src), "(batch, n_tgt, n_src)")):
-        _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
-
-
-def check_src_mask(src_mask, x):
-    """The source mask serves two attentions: it must be a mask on the keys."""
-    _checks.mask_broadcasts(src_mask, (*x.shape[:-2], 1, x.shape[-2]), "src_mask",
-                            "(batch, 1, n_src)")
-
-
 def key_mask(src_mask, x):
     """A source (key) mask in x's library, device and dtype convention, once per
     batch: (batch, 1, n_src), or None."""
@@ -227,6 +265,7 @@ def key_mask(src_mask, x):
     return as_mask(src_mask, x, (*x.shape[:-2], 1, x.shape[-2]), array_namespace(x))
 
 
+@_checks.at_door(check_model_inputs)
 def loss_and_grads(
     params,
     src_tokens,
@@ -257,7 +296,6 @@ def loss_and_grads(
     norm_first = _norm_first(params, norm_first)
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
     y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
-    check_src_mask(src_mask, x)
     src_mask = key_mask(src_mask, x)      # built once, for all 3 · n_layers attentions
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)  # one draw for every site
     m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
@@ -269,12 +307,12 @@ def loss_and_grads(
     h = encoder_decoder(x, y, params, src_mask, self_mask, src_mask, masks,
                         norm_first=norm_first, saved=saved)   # (..., n_tgt, d_model)
     enc, dec, memory = saved["encoder"], saved["decoder"], saved["memory"]
-    logits = _rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
+    logits = rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
     loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
     # Backward: output projection, decoder, encoder, embeddings.
     g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
-    g_E = _rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
-    g_h = _rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
+    g_E = rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
+    g_h = rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
     g_y, g_dec_norm = _final_norm_backward(dec["output"], params, "decoder", g_h)
     g_y, g_memory, dec_grads = decoder_backward(
         memory, params.decoder_layers, g_y, self_mask, src_mask, m.decoder,
@@ -315,4 +353,4 @@ def _embedding_backward(tokens, grad, embedding):
     vocab = xp.arange(embedding.shape[0], device=device(embedding))
     # (..., n, vocab_size)
     one_hot = xp.astype(tokens[..., None] == vocab, embedding.dtype)
-    return _rows_outer(one_hot, grad)
+    return rows_outer(one_hot, grad)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-# float64 agreement with an oracle, and float32 agreement (from the issue).
+# float64 agreement with an oracle, and float32 agreement.
 TOL64 = 1e-10
 TOL32 = 1e-5
 

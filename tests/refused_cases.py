@@ -404,7 +404,7 @@ REFUSED = [
     R("interop-d-v", "interop", "heads with d_v != d_model / n_heads, to torch",
       "to_torch(mt.MultiHeadParams(**{**vars(mha), 'W_V': np.ones((2, 8, 3))}))",
       "torch.nn.MultiheadAttention needs d_k = d_v = d_model / n_heads"),
-    # translation (issue 19)
+    # translation
     R("bpe-unknown-character", "translation", "a character the BPE never saw",
       "mt.BPE.learn(['one two'], 20).encode('one!')",
       "has characters that are not in the BPE alphabet: ['!']"),

@@ -20,9 +20,9 @@ from helpers import max_abs, t64
 
 import mini_transformer as mt
 from mini_transformer.dropout import dropout_mask
-from mini_transformer.optim import tree_leaves
+from mini_transformer.tree import tree_leaves
 
-TOL = 1e-10        # float64, every backward (the issue)
+TOL = 1e-10        # float64, every backward
 TOL_MODEL = 1e-9   # float64, loss_and_grads, every parameter
 
 
@@ -425,7 +425,7 @@ def test_tiled_backward_memory_grows_linearly_not_quadratically():
             peaks[T] = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-    assert peaks[16384] < 64 * 2**20                 # the issue's bound; T×T float32 is 1 GiB
+    assert peaks[16384] < 64 * 2**20                 # T×T float32 would be 1 GiB
     assert peaks[16384] < 6 * peaks[4096]            # ×4 in T: linear ~4×, quadratic 16×
 
 

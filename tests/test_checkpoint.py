@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mini_transformer as mt
-from mini_transformer.optim import tree_leaves
+from mini_transformer.tree import tree_leaves
 
 
 def params(seed=0, **kw):

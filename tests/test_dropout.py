@@ -12,7 +12,7 @@ from helpers import max_abs, t64
 
 import mini_transformer as mt
 from mini_transformer.dropout import DropoutMasks, dropout_mask
-from mini_transformer.optim import tree_leaves
+from mini_transformer.tree import tree_leaves
 from mini_transformer.torch.convert import to_torch
 
 TOL = 1e-10

@@ -21,7 +21,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mini_transformer"
 FLOORS = [
     # no import of the package: checks, the parameter-tree walker, data,
     # positions, tokens
-    ["_checks", "_grad", "tree", "positional", "bpe", "batching", "number_words.data"],
+    ["_checks", "_ops", "row_blocks", "tree", "positional", "bpe", "batching",
+     "number_words.data"],
     # one idea each, on arrays; the tasks (which re-export the number words' data)
     ["softmax", "layernorm", "feedforward", "dropout", "checkpoint", "rmsnorm", "rotary",
      "swiglu", "tasks"],

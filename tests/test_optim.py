@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import mini_transformer as mt
-from mini_transformer.optim import AdamState, adam_step, learning_rate, tree_leaves, tree_map
+from mini_transformer.optim import AdamState, adam_step, learning_rate
+from mini_transformer.tree import tree_leaves, tree_map
 
 
 def test_learning_rate_by_hand():

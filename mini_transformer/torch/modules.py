@@ -21,7 +21,8 @@ import torch
 from array_api_compat import array_namespace
 from torch import nn
 
-from ..attention import as_mask, check_qkv
+from .._checks import check_qkv
+from ..attention import as_mask
 from ..decoder import decoder_layer
 from ..decoding import greedy_decode
 from ..encoder import encoder_layer
