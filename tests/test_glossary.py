@@ -43,49 +43,12 @@ CHAPTERS = [e.split("/")[-1] for e in toc_entries() if re.match(r"book/\d\d_", e
 # (chapter, term): the edit that makes the chapter follow the rule. Chapters of other
 # authors; each entry is removed once the edit is made (test_pending_entries_still_fail).
 PENDING: dict[tuple[str, str], str] = {
-    ("02_scaling", "backward pass"):
-        "\"on real backward passes\" -> \"on real {term}`backward passes <backward pass>`\"",
-    ("02_scaling", "batch"):
-        "\"all the queries of a batch\" -> \"all the queries of a {term}`batch`\"",
-    ("02_scaling", "Frobenius norm"):
-        "first \"the Frobenius norm of $J$\" -> \"the {term}`Frobenius norm` of $J$\"",
-    ("05_multi_head", "cross-entropy"):
-        "\"the cross-entropy of the next target token with label smoothing\" -> \"the "
-        "{term}`cross-entropy` of the next target token with {term}`label smoothing`\"",
-    ("05_multi_head", "label smoothing"): "the same sentence as cross-entropy",
-    ("05_multi_head", "key/value cache"):
-        "\"the decoder's key/value cache (chapter 10)\" -> \"the decoder's "
-        "{term}`key/value cache` (chapter 10)\"",
-    ("07_feed_forward", "Glorot-uniform initialisation"):
-        "\"`random` draws Glorot-uniform weights\" -> \"`random` draws "
-        "{term}`Glorot-uniform <Glorot-uniform initialisation>` weights\"",
-    ("09_decoder", "backward pass"):
-        "\"the dropout masks and the values the backward reads\" -> \"the dropout masks and "
-        "the values the {term}`backward <backward pass>` reads\"",
-    ("10_whole_model", "label smoothing"):
-        "\"Rows (D), dropout and label smoothing\" -> \"Rows (D), dropout and "
-        "{term}`label smoothing`\"",
-    ("03_softmax", "head"):
-        "\"the raw dot products $q \\cdot k$ of a head with $d_k = 64$\" -> \"... of a "
-        "{term}`head` with $d_k = 64$\"",
-    ("05_multi_head", "dropout"):
-        "\"(float64, `batch_first=True`, no dropout)\" -> \"(float64, `batch_first=True`, "
-        "no {term}`dropout`)\"",
-    ("06_positional", "rotary position embedding"):
-        "\"A later scheme, rotary position embedding\" -> \"A later scheme, {term}`rotary "
-        "position embedding`\"",
     ("04_attention", "language model"):
         "\"were produced by a language model\" -> \"were produced by a {term}`language "
         "model`\"",
-    ("09_decoder", "decoder-only model"):
-        "\"A decoder-only model such as GPT\" -> \"A {term}`decoder-only model` such as "
-        "GPT\"",
     ("16_trained_heads", "language model"):
         "\"a language model tens of thousands of tokens\" -> \"a {term}`language model` "
         "tens of thousands of tokens\"",
-    ("12_cost_of_attention", "backward pass"):
-        "\"the backward pass does not store $A$\" -> \"the {term}`backward pass` does not "
-        "store $A$\"",
 }
 
 
