@@ -54,3 +54,11 @@ def test_training_benchmark_pads_and_measures_memory():
     assert all((row[n:] == training.PAD).all() and (row[:n] != training.PAD).all()
                for row, n in zip(src, lengths))
     assert training.peak_step_bytes("notebook") > 64 * 8 * 32 * 4   # > one activation
+
+
+def test_profile_step_names_the_step_and_its_products(capsys):
+    import profile_step
+
+    profile_step.main(["--size", "notebook", "--steps", "1", "--top", "40"])
+    out = capsys.readouterr().out
+    assert "loss_and_grads" in out and "adam_step" in out and "_rows_matmul" in out
