@@ -65,7 +65,7 @@ SIZES = {
 }
 # numpy_hand step / torch_nn step, at most
 TARGETS = {"notebook": 1.0, "translation": 1.0, "translation_no_dropout": 0.9,
-           "base": 1.5}
+           "base": 1.2}
 WARMUP, LR_SCALE = 200, 1.0               # the chapter's schedule: learning_rate(step, d, 200)
 PAD, SMOOTHING = 0, 0.1                   # the padded sizes: id 0 pads, as the BPE's
 

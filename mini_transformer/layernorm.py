@@ -5,19 +5,24 @@ from __future__ import annotations
 from . import _checks
 
 
-def layer_norm(x, gamma, beta, eps: float = 1e-5):
+def layer_norm(x, gamma, beta, eps: float = 1e-5, saved=None):
     """LayerNorm(x) = γ (x − μ) / √(σ² + ε) + β over the last axis.
 
     σ² is the biased variance (divide by d, not d − 1) and ε sits inside the
     square root, exactly as ``torch.nn.LayerNorm``.
+    saved: a dict that keeps what ``layer_norm_backward`` reads, x̂ = (x − μ) / σ
+    and 1/σ (``"x_hat"``, ``"inv_sigma"``); None keeps nothing.
     """
     xp = _check(x, gamma, beta, eps)
-    mu = xp.mean(x, axis=-1, keepdims=True)
-    var = xp.mean((x - mu) ** 2, axis=-1, keepdims=True)  # biased
-    return gamma * (x - mu) / xp.sqrt(var + eps) + beta
+    centred = x - xp.mean(x, axis=-1, keepdims=True)                    # x − μ
+    inv_sigma = 1 / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + eps)
+    x_hat = centred * inv_sigma            # one division per row, not per element
+    if saved is not None:
+        saved["x_hat"], saved["inv_sigma"] = x_hat, inv_sigma
+    return gamma * x_hat + beta
 
 
-def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
+def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5, saved=None):
     """The gradients of LN(x) = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), last axis.
 
     With g = ∂L/∂LN(x) and d features, and ĝ = γ ∘ g (the gradient reaching x̂):
@@ -26,17 +31,19 @@ def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5):
         ∂L/∂γ = Σ_rows g ∘ x̂,     ∂L/∂β = Σ_rows g
 
     The two means are what μ and σ² add: every x_i moves the mean (which every x̂_j
-    subtracts) and the variance (which every x̂_j divides by). The forward's μ and
-    σ are recomputed from x (β is not needed).
+    subtracts) and the variance (which every x̂_j divides by). x̂ and 1/σ are the
+    forward's (``saved``), or the forward is run again to find them (β is not
+    needed).
     Returns (grad_x, grad_gamma, grad_beta).
     """
     xp = _check(x, gamma, None, eps, grad_output)
-    mu = xp.mean(x, axis=-1, keepdims=True)
-    sigma = xp.sqrt(xp.mean((x - mu) ** 2, axis=-1, keepdims=True) + eps)
-    x_hat = (x - mu) / sigma                                  # (..., d)
+    if not saved:
+        saved = {}
+        layer_norm(x, gamma, xp.zeros_like(gamma), eps, saved)
+    x_hat, inv_sigma = saved["x_hat"], saved["inv_sigma"]     # (..., d), (..., 1)
     g_hat = gamma * grad_output                               # ∂L/∂x̂
     grad_x = (g_hat - xp.mean(g_hat, axis=-1, keepdims=True)
-              - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) / sigma
+              - x_hat * xp.mean(g_hat * x_hat, axis=-1, keepdims=True)) * inv_sigma
     rows = tuple(range(x.ndim - 1))
     return (
         grad_x,

@@ -43,6 +43,37 @@ def cross_entropy_backward(
     return xp.where(counted[..., None], grad, 0.0)
 
 
+def cross_entropy_with_grad(logits, targets, label_smoothing: float = 0.0,
+                            ignore_index=None):
+    """(``cross_entropy(...)``, ``cross_entropy_backward(...)``) from one log-softmax,
+    without the dense smoothed targets: what a training step calls.
+
+    With p = softmax(logits), t the target and ε the smoothing, V = n_vocab:
+    −Σ_ν ỹ_ν log p_ν = −(1 − ε) log p_t − ε mean_ν log p_ν, so the loss needs only
+    log p_t (gathered) and each row's mean; the gradient (p − ỹ) / n is p / n less
+    ε / (V n) everywhere and (1 − ε) / n at the target, the p computed once from
+    the same log p. Returns (loss, grad_logits); grad_logits is 0 at an ignored
+    position.
+    """
+    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
+    eps, vocab = label_smoothing, logits.shape[-1]
+    log_p = log_softmax(logits, axis=-1)                               # (..., V)
+    rows = xp.reshape(log_p, (-1, vocab))                              # (N, V)
+    targets = xp.asarray(targets, device=device(logits))
+    target = xp.reshape(xp.where(counted, targets, 0), (-1,))          # (N,)
+    index = xp.arange(rows.shape[0], device=device(logits))
+    log_p_target = rows[index, target]                                 # (N,)
+    per_position = -(1 - eps) * log_p_target
+    if eps:
+        per_position = per_position - eps * xp.mean(rows, axis=-1)
+    w = xp.reshape(xp.astype(counted, logits.dtype), (-1,)) / n        # 1/n or 0
+    loss = xp.sum(per_position * w)
+    p = xp.exp(rows)                                                   # softmax
+    grad = (p - eps / vocab if eps else p) * w[:, None]
+    grad[index, target] -= (1 - eps) * w
+    return loss, xp.reshape(grad, logits.shape)
+
+
 def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
     """ỹ = (1 − ε) one_hot(targets) + ε / n_vocab, in ``like``'s dtype and on its
     device; (..., n_vocab). An ignored target (out of range) gives a row of

@@ -54,3 +54,23 @@ def test_training_benchmark_pads_and_measures_memory():
     assert all((row[n:] == training.PAD).all() and (row[:n] != training.PAD).all()
                for row, n in zip(src, lengths))
     assert training.peak_step_bytes("notebook") > 64 * 8 * 32 * 4   # > one activation
+
+
+def test_profile_step_names_the_step_and_its_products(capsys):
+    import profile_step
+
+    profile_step.main(["--size", "notebook", "--steps", "1", "--top", "40"])
+    out = capsys.readouterr().out
+    assert "loss_and_grads" in out and "adam_step" in out and "_rows_matmul" in out
+
+
+def test_training_versions_times_two_copies_of_the_package(tmp_path):
+    import training_versions
+
+    root = Path(__file__).resolve().parents[1]          # holds mini_transformer/
+    out = tmp_path / "versions.json"
+    training_versions.main([str(root), str(root), "--sizes", "notebook", "--reps", "1",
+                            "--out", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["before_s"] > 0 and row["after_s"] > 0 and row["torch_nn_s"] > 0
+    assert row["after_over_before"] == pytest.approx(row["after_s"] / row["before_s"])

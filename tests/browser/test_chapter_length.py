@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: book_toc, as a script
 from book_toc import toc_entries  # noqa: E402
-from test_rendered_book import (  # noqa: E402, F401  (browser is a fixture)
-    CHROMIUM_ARGS, HTML, _find_chromium, browser,
-)
 
 pytestmark = pytest.mark.browser
 
@@ -64,21 +62,12 @@ async () => {
 """
 
 
-def measure(browser, html: Path, page: str) -> dict:
-    """``{'height': px, 'screens': height / 900, 'details': folded blocks}`` of one page."""
-    path = html / f"{page}.html"
-    assert path.exists(), f"{page} is in _toc.yml but {path} was not built"
-    context = browser.new_context(viewport={"width": WIDTH, "height": SCREEN},
-                                  service_workers="block")
-    context.route(re.compile(r"^(?!(file|data|blob|about):)"),
-                  lambda route: route.abort("blockedbyclient"))
-    try:
-        tab = context.new_page()
-        tab.set_default_timeout(120_000)  # a busy machine: 30 s is not always enough
-        tab.goto(path.as_uri(), wait_until="load")
-        out = tab.evaluate(MEASURE)
-    finally:
-        context.close()
+def measure(open_page, page: str) -> dict:
+    """``{'height': px, 'screens': height / 900, 'details': folded blocks}`` of one page;
+    open_page: the harness's (``conftest.py``), a browser bound."""
+    # A busy machine: Playwright's 30 s is not always enough.
+    with open_page(page, width=WIDTH, height=SCREEN, timeout_ms=120_000) as visit:
+        out = visit.tab.evaluate(MEASURE)
     out["screens"] = out["height"] / SCREEN
     return out
 
@@ -89,8 +78,8 @@ def test_chapters_are_checked():
 
 
 @pytest.mark.parametrize("page", CHECKED)
-def test_chapter_is_at_most_20_screens(browser, page):
-    out = measure(browser, HTML, page)
+def test_chapter_is_at_most_20_screens(open_page, page):
+    out = measure(open_page, page)
     assert out["height"] > 3 * SCREEN, f"{page}: {out['height']} px: the page did not render"
     assert out["screens"] <= MAX_SCREENS, (
         f"{page}: {out['screens']:.1f} screens of {SCREEN} px at {WIDTH} px with every folded "
@@ -99,27 +88,23 @@ def test_chapter_is_at_most_20_screens(browser, page):
 
 
 def main(argv: list[str]) -> int:
-    from playwright.sync_api import sync_playwright
+    sys.path.insert(0, str(Path(__file__).resolve().parent))   # this folder's conftest
+    from conftest import HTML, chromium, visit
 
     html = Path(argv[0] if argv else HTML).resolve()
     wanted = argv[1:]
     pages = [p for p in PAGES if not wanted or any(w in p for w in wanted)]
-    executable = _find_chromium()
     over = 0
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            for page in pages:
-                out = measure(b, html, page)
-                flag = ""
-                if page in CHECKED and out["screens"] > MAX_SCREENS:
-                    flag, over = f"  OVER {MAX_SCREENS}", over + 1
-                elif page not in CHECKED:
-                    flag = "  (not checked)"
-                print(f"{out['screens']:6.1f} screens {out['height']:7d} px  "
-                      f"{out['details']:3d} folds  {page}{flag}", flush=True)
-        finally:
-            b.close()
+    with chromium() as b:
+        for page in pages:
+            out = measure(partial(visit, b, html=html), page)
+            flag = ""
+            if page in CHECKED and out["screens"] > MAX_SCREENS:
+                flag, over = f"  OVER {MAX_SCREENS}", over + 1
+            elif page not in CHECKED:
+                flag = "  (not checked)"
+            print(f"{out['screens']:6.1f} screens {out['height']:7d} px  "
+                  f"{out['details']:3d} folds  {page}{flag}", flush=True)
     return 1 if over else 0
 
 

@@ -7,15 +7,11 @@ text no longer matches the figure's caption number.
 """
 
 import html
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
-SITE = Path(os.environ.get("BOOK_HTML", Path(__file__).resolve().parents[2] / "_build/html"))
-PAGES = sorted((SITE / "book").glob("*.html"))
 LINK = re.compile(r'<a class="reference internal" href="#(fig-[\w-]+)">(.*?)</a>', re.S)
 
 
@@ -29,10 +25,9 @@ def _caption_numbers(page: str) -> dict[str, str]:
     return numbers
 
 
-@pytest.mark.skipif(not PAGES, reason="build the book first")
-def test_figure_references_name_the_figure_number():
+def test_figure_references_name_the_figure_number(book_html):
     problems, checked = [], 0
-    for path in PAGES:
+    for path in sorted((book_html / "book").glob("*.html")):
         page = path.read_text()
         numbers = _caption_numbers(page)
         for fig, text in LINK.findall(page):

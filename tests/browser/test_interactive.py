@@ -1,7 +1,7 @@
 """The book's three interactive figures, driven in headless Chromium from file://.
 
 Run: ``pytest -m browser tests/browser/test_interactive.py`` after the book build
-(the fixtures, ``BOOK_HTML`` and ``CHROMIUM`` are those of ``test_rendered_book.py``).
+(the fixtures, ``BOOK_HTML`` and ``CHROMIUM``: ``conftest.py``).
 
 For each figure (``book/explorers.py``): the page is opened from ``file://`` with every
 non-local request recorded and aborted; the figure mounts; a control is changed as a
@@ -26,9 +26,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from test_rendered_book import (  # noqa: F401  (browser is a fixture)
-    HTML, KNOWN_JS_ERRORS, LOCAL_SCHEMES, _settle, browser,
-)
 
 import mini_transformer as mt
 
@@ -38,38 +35,17 @@ SCORES = np.array([2.0, 1.0, 0.5, -1.0])      # chapter 3's row of scores
 
 
 @contextmanager
-def opened(browser, page: str, root_id: str):  # noqa: F811
+def opened(open_page, page: str, root_id: str):
     """The built page in a fresh tab: yields (tab, the figure's root, its data)."""
-    page_file = HTML / f"{page}.html"
-    assert page_file.exists(), f"{page_file} was not built"
-    context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                  service_workers="block")
-    context.route(re.compile(r"^(?!(file|data|blob|about):)"),
-                  lambda route: route.abort("blockedbyclient"))
-    requests, done, failed, js_errors = [], [], [], []
-    tab = context.new_page()
-    tab.on("request", lambda r: requests.append(r.url))
-    tab.on("requestfinished", lambda r: done.append(r.url))
-    tab.on("requestfailed", lambda r: (done.append(r.url), failed.append(r.url)))
-    tab.on("websocket", lambda ws: requests.append(ws.url))
-    tab.on("pageerror", lambda e: js_errors.append(str(e)))
-    try:
-        tab.goto(page_file.as_uri(), wait_until="load")
-        root = tab.locator(f"#{root_id}")
+    with open_page(page) as visit:
+        root = visit.tab.locator(f"#{root_id}")
         assert root.count() == 1, f"{page}.html has no #{root_id}"
         root.scroll_into_view_if_needed()
         assert root.get_attribute("data-mounted") == "1", f"#{root_id} did not mount"
         data = json.loads(root.locator("script.mtx-data").text_content())
-        yield tab, root, data
-        _settle(tab, requests, done)
-    finally:
-        context.close()
-    assert requests, "no request recorded at all: the request recorder is broken"
-    leaving = [u for u in requests if not u.startswith(LOCAL_SCHEMES)]
-    assert not leaving, f"requests leave the page: {leaving}"
-    assert not failed, f"requests failed: {failed}"
-    errors = [e for e in js_errors if not any(k.search(e) for k in KNOWN_JS_ERRORS)]
-    assert not errors, f"JavaScript errors: {errors}"
+        yield visit.tab, root, data
+        visit.settle()
+    assert not visit.problems(), visit.problems()
 
 
 def shown(root, testid: str) -> str:
@@ -89,9 +65,9 @@ def entropy(p) -> float:
     return float(-sum(x * math.log(x) for x in p if x > 0))
 
 
-def test_temperature_slider(browser):  # noqa: F811
+def test_temperature_slider(open_page):
     page, figure = "book/03_softmax", "mtx-softmax-temperature"
-    with opened(browser, page, figure) as (tab, root, d):
+    with opened(open_page, page, figure) as (tab, root, d):
         assert d["scores"] == SCORES.tolist()
         taus = d["taus"]
         assert taus[0] == 0.05 and taus[-1] == 20.0 and len(taus) > 100
@@ -128,8 +104,8 @@ def test_temperature_slider(browser):  # noqa: F811
         assert not re.search(r"\bT = |entropy H", text)
 
 
-def test_positional_explorer(browser):  # noqa: F811
-    with opened(browser, "book/06_positional", "mtx-pe-explorer") as (tab, root, d):
+def test_positional_explorer(open_page):
+    with opened(open_page, "book/06_positional", "mtx-pe-explorer") as (tab, root, d):
         d_model = d["d_model"]
         n = len(d["pe"])
         pe = mt.positional_encoding(n, d_model)                  # the package, again
@@ -171,8 +147,8 @@ def cells(root, n_q, n_k):
     return [[shown(root, f"cell-{r}-{c}") for c in range(n_k)] for r in range(n_q)]
 
 
-def test_attention_explorer(browser):  # noqa: F811
-    with opened(browser, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
+def test_attention_explorer(open_page):
+    with opened(open_page, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
         scale = 10 ** d["decimals"]
         assert [m["name"] for m in d["models"]] == ["reverse", "sort"]
         for m in d["models"]:                  # the stored maps are attention weights
@@ -290,9 +266,9 @@ def live(root, testid: str) -> None:
     assert node.get_attribute("aria-atomic") == "true"
 
 
-def test_temperature_by_keyboard(browser):  # noqa: F811
+def test_temperature_by_keyboard(open_page):
     page, figure = "book/03_softmax", "mtx-softmax-temperature"
-    with opened(browser, page, figure) as (tab, root, d):
+    with opened(open_page, page, figure) as (tab, root, d):
         taus, n = d["taus"], len(SCORES)
         assert tab_stops(tab, root) == ["tau-slider", "mark-0", "mark-1"]
         live(root, "tau-readout")
@@ -329,8 +305,8 @@ def test_temperature_by_keyboard(browser):  # noqa: F811
             "\u03c4 = 8"
 
 
-def test_positional_explorer_by_keyboard(browser):  # noqa: F811
-    with opened(browser, "book/06_positional", "mtx-pe-explorer") as (tab, root, d):
+def test_positional_explorer_by_keyboard(open_page):
+    with opened(open_page, "book/06_positional", "mtx-pe-explorer") as (tab, root, d):
         d_model = d["d_model"]
         pe = mt.positional_encoding(len(d["pe"]), d_model)
         assert tab_stops(tab, root) == ["pos-slider", "k-slider", "pair-select"]
@@ -374,8 +350,8 @@ def test_positional_explorer_by_keyboard(browser):  # noqa: F811
             check(pos, k, i)
 
 
-def test_attention_explorer_by_keyboard(browser):  # noqa: F811
-    with opened(browser, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
+def test_attention_explorer_by_keyboard(open_page):
+    with opened(open_page, "book/16_trained_heads", "mtx-attention") as (tab, root, d):
         scale, decimals = 10 ** d["decimals"], d["decimals"]
         stops = tab_stops(tab, root)
         selects = ["model-select", "example-select", "kind-select", "layer-select",

@@ -54,10 +54,10 @@ from pathlib import Path
 
 import pytest
 from book_toc import toc_entries
-from test_rendered_book import CHROMIUM_ARGS, ROOT, _find_chromium
 
 pytestmark = pytest.mark.browser
 
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [p for p in toc_entries() if (ROOT / f"{p}.ipynb").exists()]
 SHOTS = ROOT / "_build" / "screenshots" / "jupyterlab"
 FINDINGS: dict[str, dict[str, int]] = {}
@@ -254,30 +254,19 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tab(lab):
-    """A Chromium tab on the JupyterLab: yields (tab, its JavaScript errors)."""
-    executable = _find_chromium()
-    if executable is None:
-        message = "Chromium not found: `apt-get install chromium` (or set CHROMIUM)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    sync_api = pytest.importorskip("playwright.sync_api")
-    args = [a for a in CHROMIUM_ARGS if not a.startswith("--host-resolver-rules")]
-    # No host but the server's address resolves, so nothing leaves the machine.
-    args.append("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{lab}/lab?reset", wait_until="load")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
-                               timeout=120_000)
-        page.evaluate("async () => { await window.jupyterapp.restored; "
-                      "window.jupyterapp.shell.collapseLeft(); }")
-        yield page, errors
-        browser.close()
+def tab(lab, local_browser):
+    """A Chromium tab on the JupyterLab (``conftest.py``'s browser that reaches 127.0.0.1
+    only): yields (tab, its JavaScript errors)."""
+    page = local_browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{lab}/lab?reset", wait_until="load")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started",
+                           timeout=120_000)
+    page.evaluate("async () => { await window.jupyterapp.restored; "
+                  "window.jupyterapp.shell.collapseLeft(); }")
+    yield page, errors
+    page.close()
 
 
 def findings(report: dict, figures_expected: list[str]) -> dict[str, list[str]]:

@@ -1,9 +1,7 @@
 """The built book, opened page by page in headless Chromium (a CI step after the book build).
 
-Run: ``pytest -m browser tests/browser`` after ``jupyter-book build``. Needs Debian's
-``chromium`` (``apt-get install chromium chromium-driver``; ``.ci/run`` installs it), driven by
-Playwright's Python package with the system browser (no browser download). Environment:
-``BOOK_HTML`` = the built site (default ``_build/html``), ``CHROMIUM`` = the browser binary.
+Run: ``pytest -m browser tests/browser`` after ``jupyter-book build``. Chromium, the
+environment (``BOOK_HTML``, ``CHROMIUM``) and the page-opening harness: ``conftest.py``.
 
 For every page in ``_toc.yml``:
 - the math is typeset: MathJax 3 ran, every math element holds an ``mjx-container`` (CHTML),
@@ -24,10 +22,7 @@ A full-page screenshot of one chapter is kept in ``_build/screenshots/`` (a CI a
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import time
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
@@ -39,55 +34,13 @@ from book_toc import toc_entries
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-HTML = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
-SCREENSHOTS = HTML.parent / "screenshots"
 SCREENSHOT_PAGE = "book/04_attention"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-    # A second fence: no host name resolves, so nothing could leave even if a request slipped by.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-]
-LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
-# Uncaught errors that come from the theme, not from the book, and break nothing on the page.
-KNOWN_JS_ERRORS = [
-    # sphinx-thebe's loader script is included twice by sphinx-book-theme; thebe is off (_config.yml).
-    re.compile(r"Identifier 'THEBE_JS_URL' has already been declared"),
-]
 # LaTeX left as text: a command with an argument, display-math dollars, or math delimiters.
 RAW_TEX = re.compile(r"\\(?:frac|sqrt|mathrm|mathbf|operatorname|text|begin|end|left|right)\b|\$\$|\\\(|\\\[")
 
 
 PAGES = toc_entries()
 CONTAINERS: dict[str, int] = {}  # page -> number of mjx-container elements
-
-
-def _find_chromium() -> str | None:
-    if os.environ.get("CHROMIUM"):
-        return os.environ["CHROMIUM"]
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not HTML.joinpath("index.html").exists():
-        pytest.fail(f"no built book at {HTML}: run `jupyter-book build -W -n --keep-going .` first "
-                    "(or point BOOK_HTML at the built _build/html)")
-    executable = _find_chromium()
-    if executable is None:
-        message = "Chromium not found: `apt-get install chromium chromium-driver` (or set CHROMIUM)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class _Anchors(HTMLParser):
@@ -190,7 +143,8 @@ LAYOUT = """
 """
 
 
-def _check_link(page_file: Path, raw: str, url: str, page_ids: set[str]) -> str | None:
+def _check_link(html: Path, page_file: Path, raw: str, url: str,
+                page_ids: set[str]) -> str | None:
     parts = urlsplit(url)
     if parts.scheme in ("http", "https", "mailto", "javascript", "tel"):
         return None  # external links are not requested by the page; only listed
@@ -201,64 +155,27 @@ def _check_link(page_file: Path, raw: str, url: str, page_ids: set[str]) -> str 
         target = target / "index.html"
     if not target.exists():
         return f"link {raw!r}: {target} does not exist"
-    if not target.resolve().is_relative_to(HTML):
+    if not target.resolve().is_relative_to(html):
         return f"link {raw!r} leaves the built site: {target}"
     anchor = unquote(parts.fragment)
     if anchor and target.suffix == ".html":
         ids = page_ids | _anchors_in(target) if target.resolve() == page_file.resolve() else _anchors_in(target)
         if anchor not in ids:
-            return f"link {raw!r}: no anchor #{anchor} in {target.relative_to(HTML)}"
+            return f"link {raw!r}: no anchor #{anchor} in {target.relative_to(html)}"
     return None
 
 
-def _settle(tab, requests: list, done: list, quiet_ms: int = 500, limit_s: float = 20) -> None:
-    """Wait until every request has finished and none started for ``quiet_ms``.
-
-    (Playwright's "networkidle" never fires for some file:// pages, so count by hand.)
-    """
-    deadline = time.monotonic() + limit_s
-    seen, quiet = -1, 0
-    while time.monotonic() < deadline:
-        if len(requests) == len(done) and len(requests) == seen:
-            quiet += 100
-            if quiet >= quiet_ms:
-                return
-        else:
-            seen, quiet = len(requests), 0
-        tab.wait_for_timeout(100)
-    pending = sorted(set(requests) - set(done))
-    raise AssertionError(f"requests still pending after {limit_s} s: {pending}")
-
-
 @pytest.mark.parametrize("page", PAGES)
-def test_page_in_browser(browser, page):
-    page_file = HTML / f"{page}.html"
-    assert page_file.exists(), f"{page} is in _toc.yml but {page_file} was not built"
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    requests: list[str] = []
-    failed: list[str] = []
-    js_errors: list[str] = []
-    context.route(re.compile(r"^(?!(file|data|blob|about):)"), lambda route: route.abort("blockedbyclient"))
-    tab = context.new_page()
-    done: list[str] = []
-    tab.on("request", lambda r: requests.append(r.url))
-    tab.on("requestfinished", lambda r: done.append(r.url))
-    tab.on("requestfailed", lambda r: (done.append(r.url), failed.append(f"{r.url} ({r.failure})")))
-    tab.on("websocket", lambda ws: requests.append(ws.url))
-    tab.on("pageerror", lambda e: js_errors.append(str(e)))
-    try:
-        tab.goto(page_file.as_uri(), wait_until="load")
-        report = tab.evaluate(INSPECT)
-        _settle(tab, requests, done)
-        layout = tab.evaluate(LAYOUT)
+def test_page_in_browser(book_html, open_page, page):
+    with open_page(page) as visit:
+        report = visit.tab.evaluate(INSPECT)
+        visit.settle()
+        layout = visit.tab.evaluate(LAYOUT)
         if page == SCREENSHOT_PAGE or (SCREENSHOT_PAGE not in PAGES and page == PAGES[1 % len(PAGES)]):
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            shot = SCREENSHOTS / f"{Path(page).name}.png"
-            tab.screenshot(path=str(shot), full_page=True)
+            shot = book_html.parent / "screenshots" / f"{Path(page).name}.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            visit.tab.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000, f"screenshot {shot} is suspiciously small"
-    finally:
-        context.close()
 
     CONTAINERS[page] = report["containers"]
     problems: list[str] = []
@@ -275,39 +192,29 @@ def test_page_in_browser(browser, page):
         problems.append(f"raw TeX in the visible text: ...{text[max(0, m.start() - 40):m.end() + 40]}...")
     # Images.
     problems += [f"image does not load: {img['src']}" for img in report["images"] if not img["ok"]]
-    # Requests (the page itself is one: an empty record would mean a broken recorder).
-    problems += [] if requests else ["no request recorded at all: the request recorder is broken"]
-    problems += [f"request leaves the machine: {u}" for u in requests if not u.startswith(LOCAL_SCHEMES)]
-    problems += [f"request failed: {f}" for f in failed]
+    # Requests, JavaScript errors.
+    problems += visit.problems()
     # Links.
     ids = set(report["ids"])
     for link in report["links"]:
-        problem = _check_link(page_file, link["raw"], link["url"], ids)
+        problem = _check_link(book_html, visit.page_file, link["raw"], link["url"], ids)
         if problem:
             problems.append(problem)
-    # JavaScript.
-    problems += [f"uncaught JavaScript error: {e}" for e in js_errors
-                 if not any(known.search(e) for known in KNOWN_JS_ERRORS)]
     # Layout at 1280 px.
     problems += layout
     assert not problems, f"{page}.html:\n" + "\n".join(dict.fromkeys(problems))
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_page_fits_a_phone(browser, page):
+def test_page_fits_a_phone(open_page, page):
     """At 390 px the page itself never scrolls sideways (a code block inside it may)."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, service_workers="block")
-    context.route(re.compile(r"^(?!(file|data|blob|about):)"), lambda route: route.abort("blockedbyclient"))
-    tab = context.new_page()
-    try:
-        tab.goto((HTML / f"{page}.html").as_uri(), wait_until="load")
+    with open_page(page, width=390, height=844) as visit:
+        tab = visit.tab
         tab.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
         width = tab.evaluate("document.documentElement.scrollWidth")
         wide = tab.evaluate("""() => [...document.querySelectorAll('body *')]
             .filter(e => e.getBoundingClientRect().right > 391 && !e.closest('pre, .highlight, mjx-container, .pst-scrollable-table-container, table'))
             .slice(0, 5).map(e => e.tagName + '.' + e.className)""")
-    finally:
-        context.close()
     assert width <= 390, f"{page}.html is {width} px wide at a 390 px viewport; widest: {wide}"
 
 

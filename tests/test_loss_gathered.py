@@ -1,0 +1,81 @@
+"""The training step's loss (``cross_entropy_with_grad``: the target's log-probability
+gathered, the softmax computed once) and LayerNorm's backward from the forward's saved
+x̂ and 1/σ, against torch.nn.functional and torch.autograd (float64, the backward
+tests' tolerance)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import max_abs, t64
+
+from mini_transformer.layernorm import layer_norm, layer_norm_backward
+from mini_transformer.loss import cross_entropy_with_grad
+
+TOL = 1e-10
+
+
+def leaf(a):
+    return t64(a, requires_grad=True)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1, 1.0])
+@pytest.mark.parametrize("ignore_index", [None, 0, -100])
+def test_cross_entropy_with_grad_equals_torch(rng, label_smoothing, ignore_index):
+    logits = rng.normal(size=(3, 5, 7)) * 3
+    targets = rng.integers(0, 7, size=(3, 5))
+    if ignore_index == -100:
+        targets[0, 1] = targets[2, 4] = -100
+    z = leaf(logits)
+    want = torch.nn.functional.cross_entropy(
+        z.reshape(-1, 7), torch.as_tensor(targets).ravel(), label_smoothing=label_smoothing,
+        ignore_index=-100 if ignore_index is None else ignore_index)
+    want.backward()
+    loss, grad = cross_entropy_with_grad(logits, targets, label_smoothing, ignore_index)
+    assert abs(loss - want.item()) < TOL
+    assert grad.shape == logits.shape and max_abs(grad, z.grad) < TOL
+
+
+def test_cross_entropy_with_grad_by_hand():
+    # Logits (0, 0): p = (1/2, 1/2). Target 0, ε = 0.1: ỹ = (0.95, 0.05), the loss
+    # −(0.95 + 0.05) log(1/2) = log 2, the gradient p − ỹ = (−0.45, 0.45).
+    loss, grad = cross_entropy_with_grad(np.zeros((1, 2)), np.array([0]), 0.1)
+    assert abs(loss - np.log(2)) < 1e-15
+    np.testing.assert_allclose(grad, [[-0.45, 0.45]], atol=1e-15, rtol=0)
+
+
+def test_cross_entropy_with_grad_float32_and_torch_tensors(rng):
+    logits, targets = rng.normal(size=(4, 6)), rng.integers(0, 6, size=4)
+    z = leaf(logits)
+    torch.nn.functional.cross_entropy(z, torch.as_tensor(targets),
+                                      label_smoothing=0.1).backward()
+    loss32, grad32 = cross_entropy_with_grad(logits.astype(np.float32), targets, 0.1)
+    assert grad32.dtype == np.float32 and max_abs(grad32, z.grad) < 1e-6
+    loss_t, grad_t = cross_entropy_with_grad(t64(logits), torch.as_tensor(targets), 0.1)
+    assert isinstance(grad_t, torch.Tensor) and max_abs(grad_t, z.grad) < TOL
+
+
+@pytest.mark.parametrize("targets, match", [
+    (np.array([8, 1, 2]), r"targets must lie in \[0, vocab_size=7\)"),
+    (np.array([1, 2]), "targets must have the shape of logits"),
+    (np.array([1.0, 2.0, 3.0]), "targets must be integer token ids"),
+])
+def test_cross_entropy_with_grad_refuses(rng, targets, match):
+    with pytest.raises(ValueError, match=match):
+        cross_entropy_with_grad(rng.normal(size=(3, 7)), targets)
+
+
+@pytest.mark.parametrize("shape", [(6,), (4, 6), (2, 3, 6)])
+def test_layer_norm_backward_from_saved_against_autograd(rng, shape):
+    x, g = rng.normal(size=shape), rng.normal(size=shape)
+    gamma, beta = 1 + rng.normal(size=6) * 0.1, rng.normal(size=6)
+    tx, tg, tb = leaf(x), leaf(gamma), leaf(beta)
+    want = torch.nn.functional.layer_norm(tx, (6,), tg, tb, eps=1e-5)
+    want.backward(t64(g))
+    saved = {}
+    assert max_abs(layer_norm(x, gamma, beta, saved=saved), want) < TOL
+    assert set(saved) == {"x_hat", "inv_sigma"}
+    for a, t in zip(layer_norm_backward(x, gamma, g, saved=saved), (tx, tg, tb),
+                    strict=True):
+        assert max_abs(a, t.grad) < TOL
