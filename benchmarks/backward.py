@@ -41,7 +41,7 @@ import numpy as np
 
 import mini_transformer as mt
 from mini_transformer.tree import tree_leaves
-from mini_transformer.softmax import cpus
+from mini_transformer.row_blocks import cpus
 from mini_transformer.torch.convert import to_torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

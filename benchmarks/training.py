@@ -44,7 +44,7 @@ import numpy as np
 import mini_transformer as mt
 from mini_transformer import tasks
 from mini_transformer.optim import AdamState, adam_step, learning_rate
-from mini_transformer.softmax import cpus
+from mini_transformer.row_blocks import cpus
 from mini_transformer.tree import from_named, named_leaves, named_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

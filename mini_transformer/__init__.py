@@ -61,7 +61,7 @@ from .decoding import beam_search, greedy_decode, length_penalty
 from .encoder import encoder, encoder_layer, encoder_layer_backward
 from .feedforward import feed_forward, feed_forward_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .loss import cross_entropy, cross_entropy_backward
+from .loss import cross_entropy, cross_entropy_backward, cross_entropy_with_grad
 from .multihead import key_values, multi_head_attention, multi_head_attention_backward
 from .params import (DecoderLayerParams, EncoderLayerParams, FeedForwardParams,
                      LayerNormParams, MultiHeadParams, TransformerParams)
@@ -89,6 +89,7 @@ __all__ = [
     "count_parameters",
     "cross_entropy",
     "cross_entropy_backward",
+    "cross_entropy_with_grad",
     "decode",
     "decoder",
     "decoder_layer",

@@ -132,8 +132,9 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
 
     norms = (p.norm1, p.norm2, p.norm3)
 
-    def norm(i, h):
-        return layer_norm(h, norms[i - 1].gamma, norms[i - 1].beta, p.eps)
+    def norm(i, h):       # LayerNorm i, keeping x̂ and 1/σ in s["ln<i>"]
+        s[f"ln{i}"] = {}
+        return layer_norm(h, norms[i - 1].gamma, norms[i - 1].beta, p.eps, s[f"ln{i}"])
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
@@ -234,10 +235,11 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
         if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
             g_n, g_m, grads[name] = _sub_backward(name, s[f"n{i}"], g, p, s, memory,
                                                   self_mask, memory_mask, dropouts)
-            g_ln, *grads[i] = layer_norm_backward(h, gamma, g_n, p.eps)
+            g_ln, *grads[i] = layer_norm_backward(h, gamma, g_n, p.eps, s[f"ln{i}"])
             g = g + g_ln
         else:            # Yi = LNᵢ(Y(i−1) + Sub(Y(i−1)))
-            g_r, *grads[i] = layer_norm_backward(s[f"r{i}"], gamma, g, p.eps)
+            g_r, *grads[i] = layer_norm_backward(s[f"r{i}"], gamma, g, p.eps,
+                                                 s[f"ln{i}"])
             g_h, g_m, grads[name] = _sub_backward(name, h, g_r, p, s, memory,
                                                   self_mask, memory_mask, dropouts)
             g = g_r + g_h

@@ -52,8 +52,9 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     s = {} if saved is None else saved
     s["attn"], s["ffn"] = {}, {}
 
-    def norm(ln, h):
-        return layer_norm(h, ln.gamma, ln.beta, p.eps)
+    def norm(i, h):       # LayerNorm i (1, 2), keeping x̂ and 1/σ in s["ln<i>"]
+        ln, s[f"ln{i}"] = (p.norm1, p.norm2)[i - 1], {}
+        return layer_norm(h, ln.gamma, ln.beta, p.eps, s[f"ln{i}"])
 
     def attend(h):
         return dropout(multi_head_attention(h, p.attn, mask, attention=attention,
@@ -63,14 +64,14 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
         return dropout(feed_forward(h, p.ffn, s["ffn"]), m_ffn)
 
     if norm_first:
-        s["n1"] = norm(p.norm1, x)
+        s["n1"] = norm(1, x)
         s["x1"] = x + attend(s["n1"])
-        s["n2"] = norm(p.norm2, s["x1"])
+        s["n2"] = norm(2, s["x1"])
         return s["x1"] + ffn(s["n2"])
     s["a"] = x + attend(x)
-    s["x1"] = norm(p.norm1, s["a"])
+    s["x1"] = norm(1, s["a"])
     s["b"] = s["x1"] + ffn(s["x1"])
-    return norm(p.norm2, s["b"])
+    return norm(2, s["b"])
 
 
 @_checks.at_door(check_encoder)
@@ -122,23 +123,24 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
         encoder_layer(x, p, mask, masks, norm_first=norm_first, saved=saved)
     s = saved
 
-    def norm_backward(ln, h, g):
-        return layer_norm_backward(h, ln.gamma, g, p.eps)
+    def norm_backward(i, h, g):
+        ln = (p.norm1, p.norm2)[i - 1]
+        return layer_norm_backward(h, ln.gamma, g, p.eps, s[f"ln{i}"])
 
     if norm_first:  # X' = X + MultiHead(LN₁(X)),  X'' = X' + FFN(LN₂(X'))
         g_n2, g_ffn = feed_forward_backward(s["n2"], p.ffn,
                                             dropout(grad_output, m_ffn), s["ffn"])
-        g_ln2, *g_norm2 = norm_backward(p.norm2, s["x1"], g_n2)
+        g_ln2, *g_norm2 = norm_backward(2, s["x1"], g_n2)
         g_x1 = grad_output + g_ln2
         g_n1, _, g_attn = multi_head_attention_backward(
             s["n1"], p.attn, dropout(g_x1, m_attn), mask, saved=s["attn"])
-        g_ln1, *g_norm1 = norm_backward(p.norm1, x, g_n1)
+        g_ln1, *g_norm1 = norm_backward(1, x, g_n1)
         g_x = g_x1 + g_ln1
     else:
-        g_b, *g_norm2 = norm_backward(p.norm2, s["b"], grad_output)
+        g_b, *g_norm2 = norm_backward(2, s["b"], grad_output)
         g_ffn_x1, g_ffn = feed_forward_backward(s["x1"], p.ffn, dropout(g_b, m_ffn),
                                                 s["ffn"])
-        g_a, *g_norm1 = norm_backward(p.norm1, s["a"], g_b + g_ffn_x1)
+        g_a, *g_norm1 = norm_backward(1, s["a"], g_b + g_ffn_x1)
         g_attn_x, _, g_attn = multi_head_attention_backward(
             x, p.attn, dropout(g_a, m_attn), mask, saved=s["attn"])
         g_x = g_a + g_attn_x

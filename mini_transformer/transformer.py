@@ -16,7 +16,7 @@ from .decoder import check_decoder, decoder, decoder_backward
 from .dropout import DropoutMasks, dropout
 from .encoder import check_encoder, encoder, encoder_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .loss import cross_entropy, cross_entropy_backward
+from .loss import cross_entropy, cross_entropy_with_grad
 from .params import LayerNormParams
 from .positional import positional_encoding
 from .tree import named_leaves
@@ -216,8 +216,8 @@ def encode(src, params, src_mask=None, masks=None, *, norm_first=None, attention
                   norm_first=_norm_first(params, norm_first), attention=attention,
                   saved=saved)
     if saved is not None:
-        saved["output"] = out
-    return _final_norm(out, params.encoder_norm, params.eps)
+        saved["output"], saved["norm"] = out, {}
+    return _final_norm(out, params.encoder_norm, params.eps, saved)
 
 
 @_checks.at_door(_check_decode)
@@ -231,8 +231,8 @@ def decode(tgt, memory, params, tgt_mask=None, memory_mask=None, masks=None, *,
                   norm_first=_norm_first(params, norm_first), attention=attention,
                   caches=caches, saved=saved)
     if saved is not None:
-        saved["output"] = out
-    return _final_norm(out, params.decoder_norm, params.eps)
+        saved["output"], saved["norm"] = out, {}
+    return _final_norm(out, params.decoder_norm, params.eps, saved)
 
 
 def _norm_first(params, norm_first):
@@ -240,8 +240,9 @@ def _norm_first(params, norm_first):
     return params.norm_first if norm_first is None else norm_first
 
 
-def _final_norm(x, norm, eps):
-    return x if norm is None else layer_norm(x, norm.gamma, norm.beta, eps)
+def _final_norm(x, norm, eps, saved=None):
+    return x if norm is None else layer_norm(
+        x, norm.gamma, norm.beta, eps, None if saved is None else saved["norm"])
 
 
 def _and_causal(tgt_mask, y):
@@ -308,16 +309,16 @@ def loss_and_grads(
                         norm_first=norm_first, saved=saved)   # (..., n_tgt, d_model)
     enc, dec, memory = saved["encoder"], saved["decoder"], saved["memory"]
     logits = rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
-    loss = cross_entropy(logits, tgt_out, label_smoothing, ignore_index)
+    loss, g_logits = cross_entropy_with_grad(logits, tgt_out, label_smoothing,
+                                             ignore_index)
     # Backward: output projection, decoder, encoder, embeddings.
-    g_logits = cross_entropy_backward(logits, tgt_out, label_smoothing, ignore_index)
     g_E = rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
     g_h = rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
-    g_y, g_dec_norm = _final_norm_backward(dec["output"], params, "decoder", g_h)
+    g_y, g_dec_norm = _final_norm_backward(dec, params, "decoder", g_h)
     g_y, g_memory, dec_grads = decoder_backward(
         memory, params.decoder_layers, g_y, self_mask, src_mask, m.decoder,
         norm_first=norm_first, saved=dec)
-    g_x, g_enc_norm = _final_norm_backward(enc["output"], params, "encoder", g_memory)
+    g_x, g_enc_norm = _final_norm_backward(enc, params, "encoder", g_memory)
     g_x, enc_grads = encoder_backward(params.encoder_layers, g_x, src_mask, m.encoder,
                                       norm_first=norm_first, saved=enc)
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
@@ -334,13 +335,14 @@ def loss_and_grads(
     return loss, grads
 
 
-def _final_norm_backward(x, params, stack, grad):
+def _final_norm_backward(saved, params, stack, grad):
     """The gradient through a stack's final LayerNorm, if the params have one:
     (grad_x, {"<stack>_norm": LayerNormParams of its gradients} or {})."""
     norm = getattr(params, f"{stack}_norm")
     if norm is None:
         return grad, {}
-    grad_x, g_gamma, g_beta = layer_norm_backward(x, norm.gamma, grad, params.eps)
+    grad_x, g_gamma, g_beta = layer_norm_backward(saved["output"], norm.gamma, grad,
+                                                  params.eps, saved["norm"])
     return grad_x, {f"{stack}_norm": LayerNormParams(g_gamma, g_beta)}
 
 

@@ -2,7 +2,7 @@
 file:// with every non-local request aborted, against the package on the same weights.
 
 Run: ``pytest -m browser tests/browser/test_translator_page.py`` after the book build
-(fixtures, ``BOOK_HTML`` and ``CHROMIUM`` as in ``test_rendered_book.py``).
+(fixtures, ``BOOK_HTML`` and ``CHROMIUM``: ``conftest.py``).
 
 The oracle is ``mini_transformer`` in float32 on the committed weights: the page's
 encoder output, logits and beam scores equal NumPy's to 1e-4 on a sample of inputs and
@@ -16,7 +16,6 @@ from the keyboard, and the speed of one translation is printed (not asserted).
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from contextlib import contextmanager
@@ -24,9 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_rendered_book import (  # noqa: F401  (browser is a fixture)
-    HTML, KNOWN_JS_ERRORS, LOCAL_SCHEMES, SCREENSHOTS, _settle, browser,
-)
 
 import mini_transformer as mt
 from mini_transformer.number_words import load_model
@@ -64,45 +60,26 @@ def sample():
 
 
 @contextmanager
-def opened(browser, width=1280, height=900):  # noqa: F811
-    page_file = HTML / f"{PAGE}.html"
-    assert page_file.exists(), f"{page_file} was not built"
-    context = browser.new_context(viewport={"width": width, "height": height},
-                                  service_workers="block")
-    context.route(re.compile(r"^(?!(file|data|blob|about):)"),
-                  lambda route: route.abort("blockedbyclient"))
-    requests, done, failed, js_errors = [], [], [], []
-    tab = context.new_page()
-    tab.on("request", lambda r: requests.append(r.url))
-    tab.on("requestfinished", lambda r: done.append(r.url))
-    tab.on("requestfailed", lambda r: (done.append(r.url), failed.append(r.url)))
-    tab.on("websocket", lambda ws: requests.append(ws.url))
-    tab.on("pageerror", lambda e: js_errors.append(str(e)))
-    try:
-        tab.goto(page_file.as_uri(), wait_until="load")
-        root = tab.locator("#mtt-root")
+def opened(open_page, width=1280, height=900):
+    """The translator page in a fresh tab (``conftest.py``'s harness): yields (tab, root)."""
+    with open_page(PAGE, width=width, height=height) as visit:
+        root = visit.tab.locator("#mtt-root")
         assert root.get_attribute("data-mounted") == "1", "the translator did not mount"
-        yield tab, root
-        _settle(tab, requests, done)
-    finally:
-        context.close()
-    assert any(u.endswith("translator_data.js") for u in requests), requests
-    leaving = [u for u in requests if not u.startswith(LOCAL_SCHEMES)]
-    assert not leaving, f"requests leave the page: {leaving}"
-    assert not failed, f"requests failed: {failed}"
-    errors = [e for e in js_errors if not any(k.search(e) for k in KNOWN_JS_ERRORS)]
-    assert not errors, f"JavaScript errors: {errors}"
+        yield visit.tab, root
+        visit.settle()
+    assert any(u.endswith("translator_data.js") for u in visit.requests), visit.requests
+    assert not visit.problems(), visit.problems()
 
 
 def source(bpe, text):
     return np.array(bpe.encode(text) + [bpe.eos_id])
 
 
-def test_encoder_logits_and_beam_scores_equal_numpy(browser, model):  # noqa: F811
+def test_encoder_logits_and_beam_scores_equal_numpy(open_page, model):
     params, bpe = model
     E = params.embedding
     worst = {"encoder": 0.0, "logits": 0.0, "score": 0.0}
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         for text in TEXTS:
             src = source(bpe, text)
             assert tab.evaluate("t => mtTranslator.check(t).ids", text) == src.tolist()
@@ -134,7 +111,7 @@ def test_encoder_logits_and_beam_scores_equal_numpy(browser, model):  # noqa: F8
     assert max(worst.values()) <= TOL, worst
 
 
-def test_translations_equal_mt_translate(browser, model, sample):  # noqa: F811
+def test_translations_equal_mt_translate(open_page, model, sample):
     params, bpe = model
     numbers, pairs = sample
     texts = [s for s, _ in pairs]
@@ -142,7 +119,7 @@ def test_translations_equal_mt_translate(browser, model, sample):  # noqa: F811
                 "greedy": mt.translate(texts, params, bpe, beam_size=None)}
     run = """([texts, K]) =>
         texts.map(t => mtTranslate(t, {beamSize: K, alpha: 0.6}).text)"""
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         t0 = time.perf_counter()
         got = {"beam": tab.evaluate(run, [texts, 4]),
                "greedy": tab.evaluate(run, [texts, None])}
@@ -159,12 +136,12 @@ def test_translations_equal_mt_translate(browser, model, sample):  # noqa: F811
           f"{seconds:.1f} s in the browser for both")
 
 
-def test_number_words_spelled_as_num2words(browser, sample):  # noqa: F811
+def test_number_words_spelled_as_num2words(open_page, sample):
     numbers, pairs = sample
     numbers = [*numbers, 1, 11, 21, 100, 101, 1000, 1001, 1100, 101_000, 201_001,
                999_999]
     pairs = [*pairs, *number_words(numbers[len(pairs):])]
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         got = tab.evaluate("""ns => { const T = mtTranslator; return ns.map(n =>
             [T.english(n), T.german(n), T.parseEnglish(T.english(n))]); }""", numbers)
     assert [(en, de) for en, de, _ in got] == [tuple(p) for p in pairs]
@@ -188,8 +165,8 @@ BAD = [  # (input, kind, words the message must hold)
 ]
 
 
-def test_every_bad_input_gets_its_message(browser):  # noqa: F811
-    with opened(browser, 390, 844) as (tab, root):
+def test_every_bad_input_gets_its_message(open_page):
+    with opened(open_page, 390, 844) as (tab, root):
         box, readout = root.get_by_test_id("text"), root.get_by_test_id("readout")
         for text, kind, words in BAD:
             t0 = time.perf_counter()
@@ -223,7 +200,7 @@ def _typed(text, rng):
             "".join(c.upper() if rng.random() < 0.5 else c for c in loose)]
 
 
-def test_the_page_reads_inputs_as_the_package(browser, sample):  # noqa: F811
+def test_the_page_reads_inputs_as_the_package(open_page, sample):
     """Every input is accepted or refused by the page as by the package's
     ``normalize`` (the rules' one source in Python), with the same training form or
     the same kind and message: variants of 300 held-out numbers, and inputs that
@@ -255,7 +232,7 @@ def test_the_page_reads_inputs_as_the_package(browser, sample):  # noqa: F811
             expected.append(["ok", normalize(t)])
         except NotANumber as e:
             expected.append([e.kind, str(e)])
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         got = tab.evaluate("""ts => ts.map(t => { const c = mtTranslator.check(t);
             return c.error ? [c.kind, c.error] : ["ok", c.text]; })""", texts)
     differ = [(t[:40], e, g) for t, e, g in zip(texts, expected, got) if e != g]
@@ -271,10 +248,10 @@ def _names(root):
           e.labels[0].textContent) || e.textContent || '').trim()])""")
 
 
-def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
+def test_controls_keyboard_steps_and_heat_map(open_page, model):
     params, bpe = model
     E, text = params.embedding, "twelve thousand, three hundred and forty-five"
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         assert all(name for _, name in _names(root)), _names(root)
         readout = root.get_by_test_id("readout")
         assert (readout.get_attribute("role"), readout.get_attribute("aria-live")) == \
@@ -350,20 +327,20 @@ def test_controls_keyboard_steps_and_heat_map(browser, model):  # noqa: F811
         assert "strongest source token" in label
 
 
-def test_speed_and_screenshots(browser):  # noqa: F811
+def test_speed_and_screenshots(open_page, book_html):
     """Milliseconds for one translation in this browser (printed, not asserted)."""
     text = "seven hundred and seventy-seven thousand, seven hundred and seventy-seven"
     timing = """([t, K]) => { for (let i = 0; i < 5; i++) mtTranslate(t, {beamSize: K});
         const ms = []; for (let i = 0; i < 30; i++) { const t0 = performance.now();
         mtTranslate(t, {beamSize: K}); ms.push(performance.now() - t0); }
         return ms; }"""
-    with opened(browser) as (tab, root):
+    with opened(open_page) as (tab, root):
         beam = statistics.median(tab.evaluate(timing, [text, 4]))
         greedy = statistics.median(tab.evaluate(timing, [text, None]))
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        tab.screenshot(path=str(SCREENSHOTS / "translator_1280.png"), full_page=True)
-    with opened(browser, 390, 844) as (tab, root):
+        (book_html.parent / "screenshots").mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(book_html.parent / "screenshots" / "translator_1280.png"), full_page=True)
+    with opened(open_page, 390, 844) as (tab, root):
         assert tab.evaluate("document.documentElement.scrollWidth") <= 390
-        tab.screenshot(path=str(SCREENSHOTS / "translator_390.png"), full_page=True)
+        tab.screenshot(path=str(book_html.parent / "screenshots" / "translator_390.png"), full_page=True)
     print(f"one translation of a six-digit number (9 tokens and EOS), median of 30: "
           f"greedy {greedy:.1f} ms, beam 4 {beam:.1f} ms (goal for beam 4: 50 ms)")
