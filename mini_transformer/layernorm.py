@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from array_api_compat import array_namespace
+
 from . import _checks
 
 
+def _check(x, gamma, beta=None, eps=1e-5, grad_output=None, **_):
+    _checks.normalisation(x, {"gamma": gamma, "beta": beta}, grad_output)
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+
+
+@_checks.at_door(_check)
 def layer_norm(x, gamma, beta, eps: float = 1e-5, saved=None):
     """LayerNorm(x) = γ (x − μ) / √(σ² + ε) + β over the last axis.
 
@@ -13,7 +22,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5, saved=None):
     saved: a dict that keeps what ``layer_norm_backward`` reads, x̂ = (x − μ) / σ
     and 1/σ (``"x_hat"``, ``"inv_sigma"``); None keeps nothing.
     """
-    xp = _check(x, gamma, beta, eps)
+    xp = array_namespace(x)
     centred = x - xp.mean(x, axis=-1, keepdims=True)                    # x − μ
     inv_sigma = 1 / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + eps)
     x_hat = centred * inv_sigma            # one division per row, not per element
@@ -22,6 +31,7 @@ def layer_norm(x, gamma, beta, eps: float = 1e-5, saved=None):
     return gamma * x_hat + beta
 
 
+@_checks.at_door(_check)
 def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5, saved=None):
     """The gradients of LN(x) = γ x̂ + β, x̂ = (x − μ) / σ, σ = √(var + ε), last axis.
 
@@ -36,7 +46,7 @@ def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5, saved=None):
     needed).
     Returns (grad_x, grad_gamma, grad_beta).
     """
-    xp = _check(x, gamma, None, eps, grad_output)
+    xp = array_namespace(x)
     if not saved:
         saved = {}
         layer_norm(x, gamma, xp.zeros_like(gamma), eps, saved)
@@ -51,21 +61,3 @@ def layer_norm_backward(x, gamma, grad_output, eps: float = 1e-5, saved=None):
         xp.sum(grad_output, axis=rows),
     )
 
-
-def _check(x, gamma, beta, eps, grad_output=None):
-    xp = _checks.namespace(x, gamma, beta, grad_output,
-                           names=("x", "gamma", "beta", "grad_output"))
-    _checks.rank_at_least(x, 1, "x", "(..., d_model)")
-    _checks.non_empty(x.shape[-1], "the feature axis of x", x.shape)
-    for name, a in (("gamma", gamma), ("beta", beta)):
-        if a is not None:
-            _checks.same(tuple(a.shape), (x.shape[-1],),
-                         f"{name} must have shape ({x.shape[-1]},) to match x "
-                         f"{tuple(x.shape)}, got {tuple(a.shape)}")
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    if grad_output is not None:
-        _checks.same(tuple(grad_output.shape), tuple(x.shape),
-                     f"grad_output must have x's shape {tuple(x.shape)}, got "
-                     f"{tuple(grad_output.shape)}")
-    return xp

@@ -39,10 +39,18 @@ def test_the_layers_inside_run_unchecked(namespace_calls):
     mt.encoder_layer(x, layer)
     checked = [names[0] for names in namespace_calls]
     # the door: the attention's and the feed-forward's checks on x, once each;
-    # then only LayerNorm's own (it has no door yet); no q, k, v, no softmax
-    assert checked[:2] == ["x", "x"]
-    assert "q" not in checked and "scores" not in checked
-    assert set(checked[2:]) <= {"x"} and len(checked) == 2 + 2  # 2 LayerNorms
+    # nothing inside: no q, k, v, no softmax, no LayerNorm
+    assert checked == ["x", "x"]
+
+
+def test_layer_norm_checks_at_its_own_door(namespace_calls):
+    """Called by a user, LayerNorm and its backward check their arguments (once)."""
+    x = np.ones((2, 4))
+    mt.layer_norm(x, np.ones(4), np.zeros(4))
+    mt.layer_norm_backward(x, np.ones(4), x)
+    assert [names[:2] for names in namespace_calls] == [("x", "gamma"), ("x", "gamma")]
+    with pytest.raises(ValueError, match="gamma must have shape"):
+        mt.layer_norm(x, np.ones(3), np.zeros(4))
 
 
 def test_the_training_step_checks_at_its_door(namespace_calls):
