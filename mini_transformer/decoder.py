@@ -203,19 +203,20 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
     """The gradients of ``decoder_layer``, its sub-layers in reverse order.
     Post-LN (the paper's):
 
-        forward                                 backward
-        Y1 = LN₁(R₁), R₁ = Y + SelfAttn(Y)        g_R₁ = LN₁ᵀ(g_Y1),
-                                                  g_Y = g_R₁ + SelfAttnᵀ(g_R₁)
-        Y2 = LN₂(R₂), R₂ = Y1 + CrossAttn(Y1, mem)  g_R₂ = LN₂ᵀ(g_Y2),
-                                                  g_Y1 = g_R₂ + CrossAttnᵀ(g_R₂)
-        Y3 = LN₃(R₃), R₃ = Y2 + FFN(Y2)           g_R₃ = LN₃ᵀ(g),
-                                                  g_Y2 = g_R₃ + FFNᵀ(g_R₃)
+        forward                                   backward
+        Y1 = LN₁(R₁), R₁ = Y + SelfAttn(Y)          g_R₁ = J_LN₁ᵀ g_Y1,
+                                                    g_Y = g_R₁ + J_SelfAttnᵀ g_R₁
+        Y2 = LN₂(R₂), R₂ = Y1 + CrossAttn(Y1, mem)  g_R₂ = J_LN₂ᵀ g_Y2,
+                                                    g_Y1 = g_R₂ + J_CrossAttnᵀ g_R₂
+        Y3 = LN₃(R₃), R₃ = Y2 + FFN(Y2)             g_R₃ = J_LN₃ᵀ g,
+                                                    g_Y2 = g_R₃ + J_FFNᵀ g_R₃
 
-    Pre-LN, Yi = Y(i−1) + Sub(LNᵢ(Y(i−1))): g_Y(i−1) = g_Yi + LNᵢᵀ(Subᵀ(g_Yi)).
+    with J_Fᵀ g the vector–Jacobian product of F at the forward's input (chapter 14).
+    Pre-LN, Yi = Y(i−1) + Sub(LNᵢ(Y(i−1))): g_Y(i−1) = g_Yi + J_LNᵢᵀ J_Subᵀ g_Yi.
     The memory mem receives gradient only through the cross-attention's keys and
     values (None without memory). With dropout masks M₁, M₂, M₃ (the forward's),
     R₁ = Y + M₁ ⊙ SelfAttn(Y) and so on: each sub-layer's gradient is multiplied by
-    its mask, g_Y = g_R₁ + SelfAttnᵀ(M₁ ⊙ g_R₁).
+    its mask, g_Y = g_R₁ + J_SelfAttnᵀ (M₁ ⊙ g_R₁).
     saved: what the forward filled (``decoder_layer(..., saved=saved)``); by
     default the forward is run again to fill it.
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.

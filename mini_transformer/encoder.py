@@ -105,13 +105,14 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
     ∂L/∂X = g + ∂L/∂X via F. Post-LN (the paper's), forward and backward:
 
         R₁ = X + MultiHead(X),  X' = LN₁(R₁),  R₂ = X' + FFN(X'),  X'' = LN₂(R₂)
-        g_R₂ = LN₂ᵀ(g),  g_X' = g_R₂ + FFNᵀ(g_R₂),
-        g_R₁ = LN₁ᵀ(g_X'),  g_X = g_R₁ + MultiHeadᵀ(g_R₁)
+        g_R₂ = J_LN₂ᵀ g,  g_X' = g_R₂ + J_FFNᵀ g_R₂,
+        g_R₁ = J_LN₁ᵀ g_X',  g_X = g_R₁ + J_MultiHeadᵀ g_R₁
 
-    where Fᵀ(g) is the vector–Jacobian product of F at the forward's input.
+    where J_Fᵀ g, the transposed Jacobian of F at the forward's input times g, is the
+    vector–Jacobian product that F's backward computes.
     With dropout masks M₁, M₂ (the forward's), R₁ = X + M₁ ⊙ MultiHead(X) and so on:
     the gradient into each sub-layer is multiplied by the same mask, e.g.
-    g_X = g_R₁ + MultiHeadᵀ(M₁ ⊙ g_R₁).
+    g_X = g_R₁ + J_MultiHeadᵀ (M₁ ⊙ g_R₁).
     saved: what the forward filled (``encoder_layer(..., saved=saved)``); by
     default the forward is run again to fill it.
     Returns (grad_x, grad_params), grad_params an ``EncoderLayerParams``.
