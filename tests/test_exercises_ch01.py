@@ -131,3 +131,26 @@ def test_2_mistakes_are_named(part, wrong, key, word):
 def test_2_unanswered():
     assert ch01.check_2({k: ... for k in COUNTS}).ok is None
     assert ch01.check_2(...).ok is None
+
+
+def test_1_angles_to_the_chapters_two_decimals_are_right():
+    # the chapter prints θ to two decimals (33.56°, 99.59°, 90.00°): a reader who copies
+    # them, or rounds their own, gives the right angles
+    assert ch01.check_1({"table": TABLE, "angles": np.round(ANGLES, 2)}).ok is True
+    # one decimal is not enough: 33.6° is 0.04° off
+    verdict = ch01.check_1({"table": TABLE, "angles": np.round(ANGLES, 1)})
+    assert verdict.ok is False and verdict.mistake == "value"
+
+
+def test_1_nan_on_the_diagonal_is_explained():
+    # arccos of cosines computed without clipping: x·x / |x|² is a hair above 1 in
+    # floating point for "tea" and "chai", and arccos(1 + 2e-16) is NaN
+    X3 = X.astype(float).copy()
+    X3[2] *= 3
+    norms = np.sqrt(np.diag(X3 @ X3.T))
+    with np.errstate(invalid="ignore"):
+        angles = np.degrees(np.arccos((X3 @ X3.T) / np.outer(norms, norms)))
+    assert np.isnan(np.diag(angles)).any()
+    verdict = ch01.check_1({"table": TABLE, "angles": angles})
+    assert verdict.ok is False and verdict.mistake == "nan-diagonal"
+    assert "np.clip" in verdict.message

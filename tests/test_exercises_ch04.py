@@ -249,3 +249,40 @@ def test_4_errors_and_unanswered():
 
     assert ch04.check_4(stub).ok is None
     assert ch04.check_4(...).ok is None
+
+
+def all_values_cleaned(Q, K, V, mask):
+    # every NaN and infinity of V replaced before attention, visible keys' values too
+    return weights_then_product(Q, K, np.nan_to_num(V, nan=0.0, posinf=0.0, neginf=0.0),
+                                mask)
+
+
+def test_4_cleaning_every_value_is_refused():
+    # a NaN value that the last query may see must reach its output: replacing it
+    # changes attention, silently
+    with np.errstate(invalid="ignore"):
+        verdict = ch04.check_4(all_values_cleaned)
+    refused(verdict, "visible-cleaned", "nan_to_num")
+
+
+def columns_cleaned(Q, K, V, mask):
+    # zeroes only the values that no query may see, then multiplies by the weights
+    V = np.where(mask.any(axis=0)[:, None], V, 0.0)
+    return weights_then_product(Q, K, V, mask)
+
+
+def test_4_zeroing_unseen_columns_only_is_refused():
+    # causal mask, NaN on the last key: queries 0..4 may not see it, yet 0 * NaN
+    # reaches them through the product
+    with np.errstate(invalid="ignore"):
+        verdict = ch04.check_4(columns_cleaned)
+    refused(verdict, "column-cleaned", "its own row")
+
+
+def test_4_a_nan_a_query_may_see_shows_in_its_output_only():
+    # the reference by loops leaves the last query's NaN in place and nothing else
+    Q, K, V, _ = ch04._data4()
+    V = V.copy()
+    V[-1] = np.nan
+    out = loop_attention(Q, K, V, np.tril(np.ones((6, 6), dtype=bool)))
+    assert np.isnan(out[-1]).all() and np.isfinite(out[:-1]).all()

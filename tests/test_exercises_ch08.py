@@ -56,6 +56,16 @@ def test_1_names_the_mistakes():
     assert "12596224" not in v.message and "12,596,224" not in v.message
 
 
+def test_1_a_missing_b_1_is_not_blamed_on_the_layernorms():
+    # d_ff = 4 d_model: leaving out the FFN's first bias (4096 numbers) gives the same
+    # count as leaving out the two LayerNorms (4 · 1024): the message names both
+    d, d_ff = 1024, 4096
+    no_b1 = 4 * d * d + 4 * d + 2 * d * d_ff + d + 4 * d
+    v = ch08.check_1((no_b1, 6 * no_b1))
+    assert v.ok is False and v.mistake == "no-layernorm"
+    assert "b_1" in v.message and "LayerNorm" in v.message
+
+
 def test_1_waits_for_an_answer():
     assert ch08.check_1(...).ok is None
     assert "No answer yet" in ch08.check_1(None).message

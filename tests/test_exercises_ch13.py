@@ -62,6 +62,13 @@ def test_1_no_D_with_the_rounded_weights_is_named():
     assert ch13.check_1(dS @ K / math.sqrt(2), dS.T @ Q / math.sqrt(2)).ok is True
 
 
+def test_1_no_D_and_no_scale_is_named():
+    # the row term forgotten and the 1/√d_k too: dQ = (A ∘ dA) K
+    A = np.array([[0.0558, 0.9442], [0.9442, 0.0558]])     # as the chapter prints it
+    dS = A * np.full((2, 2), 2.0)
+    assert refused(ch13.check_1(dS @ K, dS.T @ Q), "no-D-no-scale", "√d_k")
+
+
 def test_1_unanswered():
     assert ch13.check_1(..., ...).ok is None
 

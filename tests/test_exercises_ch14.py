@@ -115,6 +115,19 @@ def test_2_mistakes():
     assert_wrong(ch14.check_2(post_ln), "post-ln")
 
 
+def test_2_layer_norm_backward_at_the_wrong_place_or_without_gamma_is_named():
+    def ln_at_output(x, gamma, beta, p, g):
+        n = ln_by_hand(x, gamma, beta)
+        return g + ln_backward_by_hand(n, gamma, ffn_backward_by_hand(n, p, g))
+
+    def no_gamma(x, gamma, beta, p, g):
+        n = ln_by_hand(x, gamma, beta)
+        return g + ln_backward_by_hand(x, np.ones_like(gamma), ffn_backward_by_hand(n, p, g))
+
+    assert_wrong(ch14.check_2(ln_at_output), "ln-at-output")
+    assert_wrong(ch14.check_2(no_gamma), "ln-without-gamma")
+
+
 def test_2_refuses_torch():
     def autograd_pre_ln(x, gamma, beta, p, g):
         tx = torch.tensor(x, requires_grad=True)
@@ -165,6 +178,17 @@ def test_3_mistakes():
     assert_wrong(ch14.check_3(at_x), "all-at-x")
     assert_wrong(ch14.check_3(forward_order), "forward-order")
     assert_wrong(ch14.check_3(post_ln_always), "placement")
+
+
+def test_3_norm_first_forgotten_in_the_backward_is_named():
+    def forgotten(x, layers, g, norm_first):
+        for h, layer in zip(reversed(stack_inputs(x, layers, norm_first)), reversed(layers)):
+            g = mt.encoder_layer_backward(h, layer, g)[0]
+        return g
+
+    v = ch14.check_3(forgotten)
+    assert_wrong(v, "placement-backward")
+    assert "encoder_layer_backward" in v.message
 
 
 def test_3_refuses_torch():

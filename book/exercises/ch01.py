@@ -32,6 +32,16 @@ def _angles(table: np.ndarray, norms: np.ndarray | None = None) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
+def _nan_only_on_diagonal(a: np.ndarray, angles: np.ndarray) -> bool:
+    """a is the right angles, except for NaN on some diagonal entries."""
+    if a.shape != angles.shape:
+        return False
+    nan = np.isnan(a)
+    off = ~np.eye(len(a), dtype=bool)
+    return (bool(nan.any()) and not nan[off].any()
+            and bool(np.allclose(a[off], angles[off], rtol=0, atol=0.006)))
+
+
 def check_1(answer) -> Verdict:
     X3 = X.copy()
     X3[CAR] *= 3
@@ -57,6 +67,10 @@ def check_1(answer) -> Verdict:
                     "change."),
         ],
         "angles": [
+            Mistake("nan-diagonal", lambda a: _nan_only_on_diagonal(a, angles),
+                    "NaN on the diagonal: rounding makes cos θ_ii a hair above 1, where "
+                    "arccos is undefined. Clip the cosines to [-1, 1] first (np.clip), as "
+                    "the chapter does: a vector's angle with itself is 0."),
             Mistake("old-norms", _angles(table, np.sqrt(np.diag(old))),
                     "did you divide by the old lengths? The length of \"car\" is "
                     "multiplied by 3 too."),
@@ -67,8 +81,10 @@ def check_1(answer) -> Verdict:
                     "these are the cosines: θ is their arccos, in degrees."),
         ],
     }
+    # angles to the chapter's printed two decimals are right (half a unit of the last
+    # printed digit, 0.005°, and a little more for the rounding of the rounding)
     return check_parts(answer, {"table": table, "angles": angles}, mistakes=mistakes,
-                       rtol=1e-6, atol=1e-6)
+                       rtol=1e-6, atol={"table": 1e-6, "angles": 0.006})
 
 
 def check_2(counts) -> Verdict:

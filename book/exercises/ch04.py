@@ -3,7 +3,8 @@
 check_2: the factor rho on W^Q for which "Chai" puts weight 0.99 on "piyo".
 check_3: a function bottom_right_mask(n_q, n_k), the causal mask of the newest queries.
 check_4: a function masked_attention(Q, K, V, mask) whose output never reads the value
-    of a masked key (a NaN there included).
+    of a masked key (a NaN there included) and reads every value its query may see as
+    it is (a NaN there shows in that query's output).
 (Exercise 1 asks for an argument; its solution stays folded.)
 """
 
@@ -184,6 +185,40 @@ def check_4(masked_attention):
                 "it reached: keep the masked values out of the sum instead."),
     ]
     with np.errstate(invalid="ignore", over="ignore"):
-        return check_function(masked_attention, cases, what="your masked_attention",
-                              mistakes=mistakes, rtol=1e-9, atol=1e-12,
-                              own_work="NumPy and the package (mt.softmax)")
+        verdict = check_function(masked_attention, cases, what="your masked_attention",
+                                 mistakes=mistakes, rtol=1e-9, atol=1e-12,
+                                 own_work="NumPy and the package (mt.softmax)")
+    if not verdict.ok:
+        return verdict
+    return _seen_by_one(masked_attention, Q, K, V)
+
+
+def _seen_by_one(masked_attention, Q, K, V):
+    """A causal mask and a NaN value on the last key, which only the last query may
+    see: the other queries must not read it, and the last one must (attention reads
+    every value its query may see, as it is)."""
+    V_last = V.copy()
+    V_last[-1] = np.nan
+    mask = mt.causal_mask(6)
+    expected = mt.scaled_dot_product_attention(Q, K, V, mask=mask)[0][:-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = masked_attention(Q, K, V_last, mask)
+    got = np.asarray(got[0] if isinstance(got, tuple) else got, dtype=float)
+    if got.shape != (6, V.shape[1]):
+        return wrong(f"with a causal mask your output has shape {got.shape}, not "
+                     f"{(6, V.shape[1])}.", "shape")
+    if np.isnan(got[:-1]).any():
+        return wrong("with a causal mask and a NaN value on the last key, which only the "
+                     "last query may see, the other queries' outputs hold NaN: zeroing the "
+                     "keys that no query sees is not enough, each query must leave out "
+                     "the keys its own row of the mask hides.", "column-cleaned")
+    if not np.allclose(got[:-1], expected, rtol=1e-9, atol=1e-12):
+        return wrong("with a causal mask and a NaN value on the last key, the queries "
+                     "that may not see it get wrong outputs.", "value")
+    if not np.isnan(got[-1]).all():
+        return wrong("with a causal mask and a NaN value on the last key, the last query, "
+                     "which may see that key, gets a finite output: your function changed "
+                     "a value its query may see (np.nan_to_num on V?). Leave out only the "
+                     "masked keys; attention reads every value its query may see as it "
+                     "is, so a NaN there must show.", "visible-cleaned")
+    return right()

@@ -56,8 +56,12 @@ def check_1(counts) -> Verdict:
         Mistake("no-biases", _pair_entry(0, no_bias),
                 "your layer count has no biases: each of the four projections and each "
                 "FFN layer adds a bias vector."),
+        # at the big sizes d_ff = 4 d_model: the two LayerNorms (4 d_model numbers) and
+        # the FFN's first bias b_1 (d_ff numbers) are the same count, 4,096
         Mistake("no-layernorm", _pair_entry(0, _layer_count(D_BIG, D_FF_BIG, norms=0)),
-                "your layer count leaves out the two LayerNorms (γ and β each)."),
+                "your layer count is 4,096 short. That is the two LayerNorms (γ and β "
+                "each, d_model = 1024 numbers apiece), or the FFN's first bias b_1 "
+                "(d_ff = 4096 numbers): which did you leave out?"),
         Mistake("layernorm-half", _pair_entry(0, layer - 2 * D_BIG),
                 "your layer count gives each LayerNorm d_model parameters: it has two "
                 "vectors, γ and β."),

@@ -59,9 +59,17 @@ def check_1(dQ, dK) -> Verdict:
                     "softmax and the product with the other matrix."),
         ]
 
+    def no_scale(name, unscaled):
+        # the row term left out and the 1/√d_k forgotten as well
+        return [Mistake("no-D-no-scale", near(unscaled),
+                        f"your {name} leaves out the softmax's row term, "
+                        "dS = A ∘ (dA − D), and the factor 1/√d_k of S = QKᵀ/√d_k.")]
+
     return check_each(
-        Part("dQ", dQ, dQ_, common("dQ", dS_no_D @ K / scale), atol=1e-9),
-        Part("dK", dK, dK_, common("dK", dS_no_D.T @ Q / scale), atol=1e-9),
+        Part("dQ", dQ, dQ_, common("dQ", dS_no_D @ K / scale)
+             + no_scale("dQ", dS_no_D @ K), atol=1e-9),
+        Part("dK", dK, dK_, common("dK", dS_no_D.T @ Q / scale)
+             + no_scale("dK", dS_no_D.T @ Q), atol=1e-9),
         praise="Now say which property of V makes it so.")
 
 

@@ -191,6 +191,18 @@ def check_2(pre_ln_backward) -> Verdict:
                     x, gamma, mt.feed_forward_backward(x, p, g)[0])[0],
                 "you took the FFN's backward at X. The FFN's forward saw LN(X): its "
                 "backward must be taken there."),
+        Mistake("ln-at-output",
+                lambda x, gamma, beta, p, g: g + mt.layer_norm_backward(
+                    mt.layer_norm(x, gamma, beta), gamma,
+                    mt.feed_forward_backward(mt.layer_norm(x, gamma, beta), p, g)[0])[0],
+                "you called layer_norm_backward at LN(X), the LayerNorm's output. A "
+                "backward is taken at the input its forward saw: X."),
+        Mistake("ln-without-gamma",
+                lambda x, gamma, beta, p, g: g + mt.layer_norm_backward(
+                    x, np.ones_like(gamma),
+                    mt.feed_forward_backward(mt.layer_norm(x, gamma, beta), p, g)[0])[0],
+                "your LayerNorm backward leaves out γ: pass the gain to "
+                "layer_norm_backward, whose gradient reaching x̂ is γ ∘ g."),
         Mistake("post-ln", post_ln,
                 "that is the backward of the post-LN sub-layer LN(X + FFN(X)), where "
                 "the LayerNorm comes first on the way down. Here it sits inside the "
@@ -257,6 +269,12 @@ def check_3(stack_backward) -> Verdict:
             g = mt.encoder_layer_backward(h, layer, g, norm_first=not norm_first)[0]
         return g
 
+    def placement_in_backward(x, layers, g, norm_first):
+        # the forward with norm_first, the backward with the default (post-LN)
+        for h, layer in zip(reversed(inputs_of(x, layers, norm_first)), reversed(layers)):
+            g = mt.encoder_layer_backward(h, layer, g)[0]
+        return g
+
     def last_layer_only(x, layers, g, norm_first):
         h = inputs_of(x, layers, norm_first)[-1]
         return mt.encoder_layer_backward(h, layers[-1], g, norm_first=norm_first)[0]
@@ -272,6 +290,9 @@ def check_3(stack_backward) -> Verdict:
         Mistake("placement", other_placement,
                 "your stack uses the other LayerNorm placement: pass norm_first to "
                 "both encoder_layer and encoder_layer_backward."),
+        Mistake("placement-backward", placement_in_backward,
+                "your backward runs the post-LN layer whatever norm_first says: pass "
+                "norm_first to encoder_layer_backward as well."),
         Mistake("one-layer", last_layer_only,
                 "your dX is the gradient at the last layer's input only: keep passing "
                 "it down through every layer."),
