@@ -119,6 +119,21 @@ def test_3_mistakes_are_named(fn, key, word):
     refused(ch19.check_3(fn), key, word)
 
 
+def test_3_refuses_the_package_function_it_rebuilds():
+    # the package's own answer, by either name, is not a reader's computation; the
+    # check leaves the package as it found it
+    from mini_transformer.grouped_query import grouped_query_attention
+
+    module = sys.modules["mini_transformer.grouped_query"]
+    original = module._check
+    for fn in (lambda q, k, v: mt.grouped_query_attention(q, k, v)[0],
+               lambda q, k, v: grouped_query_attention(q, k, v)):
+        refused(ch19.check_3(fn), "package-gqa", "grouped_query_attention")
+    assert module._check is original
+    q, k, v = ch19._gqa_cases()[0]
+    assert mt.grouped_query_attention(q, k, v)[0].shape == q.shape
+
+
 def test_3_unanswered_and_torch_restored():
     def stub(q, k, v):
         raise NotImplementedError

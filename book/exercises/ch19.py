@@ -145,6 +145,29 @@ def _unscaled(q, k, v):
     return mt.softmax(q @ np.swapaxes(k, -1, -2), axis=-1) @ v
 
 
+def _calls_grouped_query(fn, cases):
+    """Whether fn runs the package's grouped-query attention (forward or backward), by
+    whatever name it was imported: both check their arguments with the module's
+    ``_check``, looked up when they run."""
+    module = sys.modules["mini_transformer.grouped_query"]
+    original, used = module._check, []
+
+    def spy(*args, **kwargs):
+        used.append(True)
+        return original(*args, **kwargs)
+
+    module._check = spy
+    try:
+        for args in cases:
+            try:
+                fn(*args)
+            except Exception:   # check_function reports what it raised
+                pass
+    finally:
+        module._check = original
+    return bool(used)
+
+
 def check_3(gqa_by_copies):
     """gqa_by_copies(q, k, v) -> output (h, n_q, d_v), q (h, n_q, d_k), k (h_kv, n_k, d_k)."""
     if unanswered(gqa_by_copies):
@@ -156,6 +179,10 @@ def check_3(gqa_by_copies):
     refused = _with_the_package(gqa_by_copies, cases)
     if refused is not None:
         return refused
+    if _calls_grouped_query(gqa_by_copies, cases):
+        return wrong("your function calls the package's grouped_query_attention, the "
+                     "function this exercise rebuilds: copy the key/value heads and "
+                     "call mt.scaled_dot_product_attention instead.", "package-gqa")
     expected = [(args, mt.grouped_query_attention(*args)[0]) for args in cases]
     return check_function(gqa_by_copies, expected, what="gqa_by_copies", rtol=1e-9,
                           atol=1e-12, mistakes=[
