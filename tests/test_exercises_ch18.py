@@ -147,6 +147,15 @@ def test_3_unstable_sort_and_equality():
         return out / out.sum()
 
     assert refused(ch18.check_3(default_sort), "tie", "smaller id")
+    # NumPy's default sort can be stable on a few tokens; the 30-token case is not
+    def unstable_when_long(p, top_p):
+        order = np.argsort(-p, kind="stable" if len(p) < 10 else "quicksort")
+        keep = order[(np.cumsum(p[order]) - p[order]) < top_p]
+        out = np.zeros_like(p)
+        out[keep] = p[keep]
+        return out / out.sum()
+
+    assert refused(ch18.check_3(unstable_when_long), "tie", "30 tokens")
     assert refused(ch18.check_3(inclusive), "one-too-many", "equality")
 
 

@@ -162,6 +162,9 @@ def check_3(nucleus):
         return wrong(f"give the function itself, not a {type(nucleus).__name__}.",
                      "not-a-function")
     for p, top_p in CASES:
+        case = (f"p = {p}, top_p = {top_p}" if len(p) <= 6 else
+                f"a distribution of {len(p)} tokens with many ties, top_p = "
+                f"{top_p:.3f}")
         try:
             with _watching_handoffs() as called:
                 got = nucleus(np.array(p), top_p)
@@ -179,17 +182,17 @@ def check_3(nucleus):
         expected = _nucleus(p, top_p)
         mistakes = (
             Mistake("tie", _same_values(expected),
-                    f"on p = {p}, top_p = {top_p}: equal probabilities must go to the "
+                    f"on {case}: equal probabilities must go to the "
                     "smaller id first (a stable sort of -p)."),
             Mistake("no-crossing", _without_crossing(p, top_p),
-                    f"on p = {p}, top_p = {top_p}: keep the token whose mass crosses "
+                    f"on {case}: keep the token whose mass crosses "
                     "top_p, so that the kept mass reaches it."),
             Mistake("one-too-many", _one_too_many(p, top_p),
-                    f"on p = {p}, top_p = {top_p}: the tokens before the last one you "
+                    f"on {case}: the tokens before the last one you "
                     "kept already reach top_p exactly; reaching includes equality, so "
                     "stop there (mass before a token < top_p)."),
             Mistake("not-renormalised", _not_renormalised(p, top_p),
-                    f"on p = {p}, top_p = {top_p}: renormalise the kept mass to 1."),
+                    f"on {case}: renormalise the kept mass to 1."),
         )
         verdict = check_value(got, expected, what="nucleus's result", mistakes=mistakes)
         if not verdict.ok:
