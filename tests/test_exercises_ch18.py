@@ -31,6 +31,12 @@ def test_1_mistakes():
     assert refused(ch18.check_1(2.0, 4.0), "value", "off")
 
 
+def test_1_rounded_and_total_perplexity():
+    # the solution prints 2.83; 2 ** 6 = 64 is the whole text's perplexity
+    assert refused(ch18.check_1(1.5, 2.83), "rounded", "rounded")
+    assert refused(ch18.check_1(1.5, 64), "total", "total bits")
+
+
 def test_1_unanswered():
     assert ch18.check_1(..., ...).ok is None
     assert ch18.check_1(1.5, ...).ok is None
@@ -50,6 +56,10 @@ def test_2_mistakes():
     assert refused(ch18.check_2([0, 0.4, 0.2, 0, 0]), "not-renormalised",
                    "renormalised")
     assert refused(ch18.check_2([0.1, 0.4, 0.2, 0.2, 0.1]), "value", "entries")
+
+
+def test_2_rounded():
+    assert refused(ch18.check_2([0, 0.67, 0.33, 0, 0]), "rounded", "exact fractions")
 
 
 # --- 3. top-p as a function ------------------------------------------------------------
@@ -103,6 +113,50 @@ def test_3_mistakes():
     assert refused(ch18.check_3(torch_version), "torch", "NumPy")
     assert refused(ch18.check_3(broken), "raises", "IndexError")
     assert refused(ch18.check_3(3), "not-a-function", "function")
+
+
+def test_3_torch_converted_back_to_numpy():
+    # torch does the sorting, the result comes back as a NumPy array: still refused
+    def via_torch(p, top_p):
+        t = torch.as_tensor(p)
+        srt, idx = torch.sort(t, descending=True, stable=True)
+        keep = (torch.cumsum(srt, 0) - srt) < top_p
+        return (torch.zeros_like(t).scatter(0, idx[keep], srt[keep])
+                / srt[keep].sum()).numpy()
+
+    assert refused(ch18.check_3(via_torch), "torch", "NumPy")
+    assert torch.sort is not None and torch.sort(torch.tensor([2.0, 1.0]))[0][0] == 1.0
+
+
+def test_3_unstable_sort_and_equality():
+    def default_sort(p, top_p):        # np.argsort without kind="stable"
+        order = np.argsort(-p)
+        keep = order[(np.cumsum(p[order]) - p[order]) < top_p]
+        out = np.zeros_like(p)
+        out[keep] = p[keep]
+        return out / out.sum()
+
+    def inclusive(p, top_p):           # mass before <= top_p: one token too many
+        ranked = sorted(range(len(p)), key=lambda i: (-p[i], i))
+        out, before = np.zeros(len(p)), 0.0
+        for i in ranked:
+            if before > top_p:
+                break
+            out[i] = p[i]
+            before += p[i]
+        return out / out.sum()
+
+    assert refused(ch18.check_3(default_sort), "tie", "smaller id")
+    # NumPy's default sort can be stable on a few tokens; the 30-token case is not
+    def unstable_when_long(p, top_p):
+        order = np.argsort(-p, kind="stable" if len(p) < 10 else "quicksort")
+        keep = order[(np.cumsum(p[order]) - p[order]) < top_p]
+        out = np.zeros_like(p)
+        out[keep] = p[keep]
+        return out / out.sum()
+
+    assert refused(ch18.check_3(unstable_when_long), "tie", "30 tokens")
+    assert refused(ch18.check_3(inclusive), "one-too-many", "equality")
 
 
 def test_3_unanswered():
