@@ -65,7 +65,7 @@ def median_time(fn, reps, untimed=1):
 
 class TorchNNTrainer:
     """The reference: ``torch.nn.Transformer`` built from the params
-    (``TransformerParams.to_torch``: the same layers, final norms only where the
+    (``mini_transformer.torch.convert.to_torch``: the same layers, final norms only where the
     params have them) with the same tied embedding, √d_model scale and sinusoidal
     encoding, ``torch.nn.functional.cross_entropy`` and ``torch.optim.Adam`` with the
     paper's β = (0.9, 0.98), ε = 1e-9; float32, autograd.

@@ -9,7 +9,7 @@ in one run (ratios are only meaningful within a run), and the time to 99% accura
   backward of chapter 13) and the package's ``adam_step``.
 - ``package_autograd``: the same package functions on torch tensors, the loss's
   gradient by ``torch.autograd``, the package's ``adam_step``.
-- ``torch_nn``: ``torch.nn.Transformer`` (from ``TransformerParams.to_torch``: post-LN,
+- ``torch_nn``: ``torch.nn.Transformer`` (from ``mini_transformer.torch.convert.to_torch``: post-LN,
   no final norms) with the same tied embedding, √d_model scale and positional
   encoding, ``torch.nn.functional.cross_entropy`` and ``torch.optim.Adam``
   (β = (0.9, 0.98), ε = 1e-9, as the paper); dropout and padding as the NumPy step.
