@@ -85,6 +85,9 @@ def check_decoder_layer(y, memory, params, self_mask=None, memory_mask=None,
         check_multi_head(y, p.cross_attn, memory=memory)
     check_multi_head(y, p.self_attn)
     check_feed_forward(y, p.ffn)
+    for norm in (p.norm1, p.norm2, p.norm3):
+        if norm is not None:
+            _checks.normalisation(y, {"gamma": norm.gamma, "beta": norm.beta})
     if grad_output is not None:
         _checks.namespace(y, grad_output, names=("y", "grad_output"))
         _checks.same(tuple(grad_output.shape), tuple(y.shape), "grad_output must have "

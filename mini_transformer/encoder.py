@@ -18,6 +18,8 @@ def check_encoder_layer(x, params, mask=None, grad_output=None, **_):
     gradient of another shape than x."""
     check_multi_head(x, params.attn, mask)
     check_feed_forward(x, params.ffn)
+    for norm in (params.norm1, params.norm2):
+        _checks.normalisation(x, {"gamma": norm.gamma, "beta": norm.beta})
     if grad_output is not None:
         _checks.namespace(x, grad_output, names=("x", "grad_output"))
         _checks.same(tuple(grad_output.shape), tuple(x.shape), "grad_output must have "

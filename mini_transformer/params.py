@@ -302,10 +302,10 @@ def _expected_shapes(p, d_model) -> dict:
     if getattr(p, "embedding", None) is not None:
         shapes["embedding"] = (p.embedding.shape[0], d_model)
     for name, value in vars(p).items():
-        parts = value if isinstance(value, tuple) else (value,)
+        parts = tuple(value) if isinstance(value, (tuple, list)) else (value,)
         for i, part in enumerate(parts):
             if isinstance(part, _Params):
-                prefix = f"{name}.{i}" if isinstance(value, tuple) else name
+                prefix = f"{name}.{i}" if isinstance(value, (tuple, list)) else name
                 shapes |= {f"{prefix}.{k}": v
                            for k, v in _expected_shapes(part, d_model).items()}
     return shapes

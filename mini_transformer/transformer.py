@@ -93,6 +93,7 @@ def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=Non
     leaves = named_leaves(params)
     _checks.namespace(*leaves.values(), names=tuple(leaves))
     _embedding_shape(E)
+    params.check_shapes()                  # every layer's arrays fit d_model, by path
     xp = array_namespace(E)
     src = _token_ids(src_tokens, E, xp, "src_tokens")
     tgt = tgt_in if tgt_tokens is None else tgt_tokens

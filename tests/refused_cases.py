@@ -22,6 +22,7 @@ PAGE = Path(__file__).resolve().parents[1] / "book" / "appendix_refused_inputs.m
 
 # Run once before the calls below; shown on the page.
 SETUP = """\
+import dataclasses
 import numpy as np, torch
 import mini_transformer as mt
 from mini_transformer.torch import MultiHeadAttention, fused_attention
@@ -42,6 +43,7 @@ dec = mt.DecoderLayerParams.random(rng, d_model=8, n_heads=2)
 model = mt.TransformerParams.random(                 # 10 tokens, 1 layer each
     rng, vocab_size=10, d_model=8, n_heads=2, n_layers=1)
 src = np.array([[1, 2, 3], [4, 5, 6]])               # (batch, n) token ids
+layer_6 = dataclasses.replace(layer, ffn=mt.FeedForwardParams.random(rng, d_model=6))
 """
 
 # The refusals the issues ask for, by category; each must have a case.
@@ -118,6 +120,12 @@ REFUSED = [
     R("decoder-memory-features", "features", "memory with another d_model",
       "mt.decoder_layer(x, x[..., :6], dec)",
       "memory has 6 features but the weights expect d_model=8 (shape (2, 3, 6))"),
+    R("encoder-layer-norm", "features", "a layer whose LayerNorm has another width",
+      "mt.encoder_layer(x, dataclasses.replace(layer, norm1=mt.LayerNormParams(np.ones(5), "
+      "np.zeros(5))))", "gamma must have shape (8,) to match x (2, 3, 8), got (5,)"),
+    R("model-layer-shapes", "features", "a model with one layer of another width",
+      "mt.transformer(src, src, dataclasses.replace(model, encoder_layers=(layer_6,)))",
+      "encoder_layers.0.ffn.W_1 has shape (6, 24), expected (8, 24) (d_model=8)"),
     R("encoder-decoder-features", "features", "an embedded target with the wrong d_model",
       "mt.encoder_decoder(x, x[..., :4], model)",
       "tgt has 4 features but the weights expect d_model=8"),

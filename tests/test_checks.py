@@ -38,9 +38,9 @@ def test_the_layers_inside_run_unchecked(namespace_calls):
     x = rng.normal(size=(2, 3, 8))
     mt.encoder_layer(x, layer)
     checked = [names[0] for names in namespace_calls]
-    # the door: the attention's and the feed-forward's checks on x, once each;
-    # nothing inside: no q, k, v, no softmax, no LayerNorm
-    assert checked == ["x", "x"]
+    # the door: the attention's, the feed-forward's and the two LayerNorms' checks on
+    # x, once each; nothing inside: no q, k, v, no softmax, no LayerNorm's own
+    assert checked == ["x", "x", "x", "x"]
 
 
 def test_layer_norm_checks_at_its_own_door(namespace_calls):
