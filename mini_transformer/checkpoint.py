@@ -72,15 +72,25 @@ def save_params(params, path) -> None:
     _write(path, header, arrays)
 
 
-def _write(path, header, arrays) -> None:
+def write_atomic(path, write) -> None:
+    """``write(tmp)`` on a temporary file beside ``path``, then ``os.replace`` it to
+    ``path`` (one rename: the file is whole or absent, never half); the temporary file
+    is removed if ``write`` fails."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:  # written beside, then renamed: the file is whole or absent, never half
-        with open(tmp, "wb") as f:
-            np.savez(f, __header__=np.array(json.dumps(header)), **arrays)
+    try:
+        write(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _write(path, header, arrays) -> None:
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, __header__=np.array(json.dumps(header)), **arrays)
+
+    write_atomic(path, write)
 
 
 def load_params(path, cls):

@@ -10,10 +10,10 @@ half way, finds the old file or the new one, whole, never a part.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..bpe import BPE
+from ..checkpoint import write_atomic  # the package's one atomic write
 from ..params import TransformerParams
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"   # the shipped model
@@ -45,16 +45,3 @@ def load_model(path=None):
                          f"{len(bpe)} tokens, the model's vocabulary "
                          f"{params.vocab_size}")
     return params, bpe
-
-
-def write_atomic(path, write) -> None:
-    """``write(tmp)`` on a temporary file beside ``path``, then ``os.replace`` it to
-    ``path`` (one rename: the file is whole or absent); the temporary file is removed
-    if ``write`` fails."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
