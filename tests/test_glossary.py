@@ -43,12 +43,6 @@ CHAPTERS = [e.split("/")[-1] for e in toc_entries() if re.match(r"book/\d\d_", e
 # (chapter, term): the edit that makes the chapter follow the rule. Chapters of other
 # authors; each entry is removed once the edit is made (test_pending_entries_still_fail).
 PENDING: dict[tuple[str, str], str] = {
-    ("04_attention", "language model"):
-        "\"were produced by a language model\" -> \"were produced by a {term}`language "
-        "model`\"",
-    ("16_trained_heads", "language model"):
-        "\"a language model tens of thousands of tokens\" -> \"a {term}`language model` "
-        "tens of thousands of tokens\"",
 }
 
 
