@@ -64,6 +64,7 @@ sys.path.insert(0, str(HERE.parent))  # the repository's package, when run as a 
 
 import mini_transformer as mt  # noqa: E402
 from mini_transformer import tasks  # noqa: E402
+from mini_transformer.number_words.data import number_words, split_numbers  # noqa: E402
 from mini_transformer.optim import AdamState, adam_step, learning_rate  # noqa: E402
 
 VOCAB, LENGTH = 12, 8          # the chapter's reverse task: 10 symbols, 8 tokens
@@ -224,7 +225,7 @@ def translation_stream(cfg):
     more = {"round_share": s.round_share} if getattr(s, "round_share", 0) else {}
     split = {"split": s.bpe_split} if getattr(s, "bpe_split", None) else {}
     rng = np.random.default_rng(s.seed)
-    texts = [t for pair in tasks.number_words(training_numbers(rng, s.n_bpe, **more))
+    texts = [t for pair in number_words(training_numbers(rng, s.n_bpe, **more))
              for t in pair]
     bpe = mt.BPE.learn(texts, s.vocab_size, **split)
     params = mt.TransformerParams.random(rng, vocab_size=len(bpe), d_model=s.d_model,
@@ -233,7 +234,7 @@ def translation_stream(cfg):
     def batches():
         while True:
             numbers = training_numbers(rng, s.n_chunk, **more)
-            src, tgt = encode_pairs(tasks.number_words(numbers), bpe)
+            src, tgt = encode_pairs(number_words(numbers), bpe)
             number_of = {tuple(t): int(n) for t, n in zip(tgt, numbers)}
             chunk = mt.batching.batch_by_length(src, tgt, s.max_tokens, bpe.pad_id, rng)
             while chunk:
@@ -282,10 +283,10 @@ def train_translation(setting, cfg, bpe, params, batches):
             print(f"{setting}: step {step}  loss {losses[-1]:.4f}", file=sys.stderr,
                   flush=True)
     train_s = time.perf_counter() - t0
-    _, held = tasks.split_numbers()
+    _, held = split_numbers()
     sample = np.sort(np.random.default_rng(cfg["eval_seed"]).choice(
         held, cfg["n_eval"], replace=False))
-    pairs = tasks.number_words(sample)
+    pairs = number_words(sample)
     hyps = mt.translate([src for src, _ in pairs], params, bpe, beam_size=None)
     refs = [ref for _, ref in pairs]
     return {"setting": setting, "changes": changes,

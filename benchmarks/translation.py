@@ -34,7 +34,7 @@ import torch
 import mini_transformer as mt
 from mini_transformer.number_words import encode_pairs, load_model, training_numbers
 from mini_transformer.optim import AdamState, adam_step, learning_rate
-from mini_transformer.tasks import dev_test_numbers, number_words
+from mini_transformer.number_words.data import dev_test_numbers, number_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import TorchNNTrainer, median_time  # noqa: E402

@@ -15,8 +15,7 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
 - ``positional``: the sinusoidal positional encoding (§3.5).
 - ``bpe``: byte-pair encoding, learnt, saved and loaded (§5.1).
 - ``batching``: padding and batches by approximate length (§5.1).
-- ``tasks``: the synthetic tasks (reverse, sort) and the number words with their
-  held-out rule.
+- ``tasks``: the synthetic tasks (reverse, sort) of chapters 15 and 16.
 - ``softmax``: softmax, log-sum-exp, log-softmax and the softmax's backward.
 - ``layernorm``, ``feedforward``, ``dropout``: one sub-layer idea each, forward
   and backward.

@@ -84,13 +84,4 @@ def sequence_accuracy(decoded, tgt_out) -> float:
     return float(np.mean(np.all(decoded[:, 1 : n + 1] == tgt_out, axis=1)))
 
 
-# --- English number words to German (the translation chapter) ------------------
-# The task lives in ``number_words.data``; its names are kept here for the chapters.
-
-from .number_words.data import (  # noqa: E402
-    MAX_NUMBER, dev_test_numbers, is_held_out, number_words, shape_of,
-    split_numbers)
-
-__all__ = ["BOS", "EOS", "FIRST_SYMBOL", "MAX_NUMBER", "dev_test_numbers",
-           "is_held_out", "number_words", "reverse_task", "sequence_accuracy",
-           "shape_of", "sort_task", "split_numbers"]
+__all__ = ["BOS", "EOS", "FIRST_SYMBOL", "reverse_task", "sequence_accuracy", "sort_task"]

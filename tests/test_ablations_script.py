@@ -105,7 +105,7 @@ def test_held_out_loss_is_the_mean_nll_of_each_pair_alone():
 
     import mini_transformer as mt
     from mini_transformer.number_words.data import encode_pairs
-    from mini_transformer.tasks import number_words
+    from mini_transformer.number_words.data import number_words
 
     pairs = number_words([3, 42, 1234, 700_015])
     bpe = mt.BPE.learn([t for p in pairs for t in p], vocab_size=60)

@@ -6,7 +6,7 @@ import pytest
 
 import mini_transformer as mt
 from mini_transformer.batching import batch_by_length, pad_sequences, random_batches
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.number_words.data import number_words, split_numbers
 
 # Six pairs (source length, target length): A (1, 2), B (5, 4), C (2, 1), D (6, 6),
 # E (1, 1), F (5, 5). Token i of pair X is 10 * (index of X) + i + 1.

@@ -11,7 +11,7 @@ import pytest
 
 import mini_transformer as mt
 from mini_transformer.bpe import pair_counts
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.number_words.data import number_words, split_numbers
 
 
 @pytest.fixture(scope="module")

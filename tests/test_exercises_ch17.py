@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from mini_transformer.tasks import dev_test_numbers, number_words
+from mini_transformer.number_words.data import dev_test_numbers, number_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
 from exercises import ch17  # noqa: E402

@@ -1,6 +1,6 @@
 """The translator's input rules (mini_transformer.number_words.normalize).
 
-The oracle is num2words itself: ``tasks.number_words`` spells 0..999 and a sample of
+The oracle is num2words itself: ``number_words.data.number_words`` spells 0..999 and a sample of
 larger numbers; the text of every n < 1,000,000 is composed from those spellings by
 string pasting ("<a> thousand", then ", <b>" or " and <b>"), checked against
 num2words on the sample. Variants are made from the oracle's text by plain string
@@ -15,7 +15,7 @@ import pytest
 from mini_transformer.number_words.normalize import (
     ACCEPTS, MAX_CHARS, NotANumber, english, normalize, read_number,
 )
-from mini_transformer.tasks import number_words
+from mini_transformer.number_words.data import number_words
 
 BELOW_1000 = [en for en, _ in number_words(range(1000))]
 

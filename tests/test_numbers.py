@@ -16,7 +16,7 @@ import mini_transformer as mt
 from mini_transformer import number_words as experiment
 from mini_transformer.number_words import Settings
 from mini_transformer.number_words.cli import main
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.number_words.data import number_words, split_numbers
 
 DATA = Path(__file__).resolve().parents[1] / "book" / "data"
 

@@ -41,7 +41,7 @@ def test_refusals(call, match):
 
 # --- the number-words task -------------------------------------------------------
 
-from mini_transformer.tasks import is_held_out, number_words, split_numbers  # noqa: E402
+from mini_transformer.number_words.data import is_held_out, number_words, split_numbers  # noqa: E402
 
 
 def test_number_words_by_hand():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mini_transformer as mt
-from mini_transformer.tasks import number_words
+from mini_transformer.number_words.data import number_words
 
 TEXTS = ["three hundred and forty-two", "seven", "one thousand, one hundred and one",
          "twenty-one thousand", "zero"]

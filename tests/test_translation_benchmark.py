@@ -28,7 +28,7 @@ def test_characters_against_subwords_runs():
 
     import mini_transformer as mt
     from mini_transformer.number_words import training_numbers
-    from mini_transformer.tasks import number_words
+    from mini_transformer.number_words.data import number_words
 
     pool = number_words(training_numbers(np.random.default_rng(0), 200))
     bpe = mt.BPE.learn([t for p in pool for t in p], 80)

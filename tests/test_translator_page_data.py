@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import mini_transformer as mt
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.number_words.data import dev_test_numbers, number_words, split_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "mini_transformer" / "number_words" / "model"   # the shipped model
@@ -141,5 +141,5 @@ def test_the_held_out_numbers(text):
     development and test numbers, none trained on."""
     held = np.cumsum(_parse(text)["held_out_gaps"])
     assert list(held) == list(split_numbers()[1])
-    dev, test = mt.tasks.dev_test_numbers()
+    dev, test = dev_test_numbers()
     assert len(held) == len(dev) + len(test)

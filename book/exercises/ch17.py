@@ -17,7 +17,7 @@ import functools
 import numpy as np
 
 import mini_transformer as mt
-from mini_transformer.tasks import dev_test_numbers, number_words
+from mini_transformer.number_words.data import dev_test_numbers, number_words
 
 from . import UNANSWERED, Mistake, Verdict, check_value, right, unanswered, wrong
 from . import Part, check_each

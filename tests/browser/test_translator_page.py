@@ -27,7 +27,7 @@ import pytest
 import mini_transformer as mt
 from mini_transformer.number_words import load_model
 from mini_transformer.number_words.normalize import NotANumber, normalize
-from mini_transformer.tasks import number_words, split_numbers
+from mini_transformer.number_words.data import number_words, split_numbers
 
 pytestmark = pytest.mark.browser
 
