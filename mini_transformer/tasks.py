@@ -84,4 +84,5 @@ def sequence_accuracy(decoded, tgt_out) -> float:
     return float(np.mean(np.all(decoded[:, 1 : n + 1] == tgt_out, axis=1)))
 
 
-__all__ = ["BOS", "EOS", "FIRST_SYMBOL", "reverse_task", "sequence_accuracy", "sort_task"]
+__all__ = ["BOS", "EOS", "FIRST_SYMBOL", "reverse_task", "sequence_accuracy",
+           "sort_task"]
