@@ -20,6 +20,7 @@ import math
 import numpy as np
 from array_api_compat import array_namespace, device
 
+from ._ops import rows_outer
 from .attention import causal_mask
 from .decoder import KVCache, decoder_backward
 from .layernorm import layer_norm_backward
@@ -88,26 +89,20 @@ def lm_loss_and_grads(params, tokens):
     logits = language_model(inputs, params, saved=s)     # (..., n, vocab_size)
     loss = cross_entropy(logits, targets)
     g_logits = cross_entropy_backward(logits, targets)
-    g_E = _rows(g_logits).T @ _rows(s["h"])              # logits = h Eᵀ
+    g_E = rows_outer(g_logits, s["h"])                  # logits = h Eᵀ
     g_h = g_logits @ E                                   # (..., n, d_model)
     norm = params.decoder_norm
     g_out, g_gamma, g_beta = layer_norm_backward(s["output"], norm.gamma, g_h,
-                                                 params.eps)
+                                                 params.eps, s["norm"])
     g_x, _, layer_grads = decoder_backward(None, params.decoder_layers, g_out,
                                            s["mask"], norm_first=params.norm_first,
                                            saved=s)
     vocab = xp.arange(E.shape[0], device=device(E))
     one_hot = xp.astype(xp.asarray(inputs, device=device(E))[..., None] == vocab,
                         E.dtype)                         # (..., n, vocab_size)
-    g_E = g_E + _rows(one_hot).T @ _rows(g_x) * math.sqrt(E.shape[-1])
+    g_E = g_E + rows_outer(one_hot, g_x) * math.sqrt(E.shape[-1])
     return loss, dataclasses.replace(params, embedding=g_E, decoder_layers=layer_grads,
                                      decoder_norm=LayerNormParams(g_gamma, g_beta))
-
-
-def _rows(a):
-    """a as one row per position, (-1, a.shape[-1])."""
-    xp = array_namespace(a)
-    return xp.reshape(a, (-1, a.shape[-1]))
 
 
 def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None,

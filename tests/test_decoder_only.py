@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import TOL64, max_abs, t64
+from helpers import TOL64, FixedMask, max_abs, t64
 import mini_transformer as mt
 from mini_transformer.decoder import decoder_backward
 from mini_transformer.torch.convert import to_torch
@@ -21,17 +21,6 @@ def decoder_only_layer(rng):
     assert p.cross_attn is None and p.norm3 is None
     enc = mt.EncoderLayerParams(attn=p.self_attn, ffn=p.ffn, norm1=p.norm1, norm2=p.norm2)
     return p, enc
-
-
-class FixedMask(torch.nn.Module):
-    """Stands in for torch.nn.Dropout: multiplies by a mask chosen in advance."""
-
-    def __init__(self, mask):
-        super().__init__()
-        self.mask = mask
-
-    def forward(self, x):
-        return x * self.mask
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

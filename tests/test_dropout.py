@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from helpers import max_abs, t64
+from helpers import FixedMask, max_abs, t64
 
 import mini_transformer as mt
 from mini_transformer.dropout import DropoutMasks, dropout_mask
@@ -16,17 +16,6 @@ from mini_transformer.tree import tree_leaves
 from mini_transformer.torch.convert import to_torch
 
 TOL = 1e-10
-
-
-class FixedMask(torch.nn.Module):
-    """Stands in for a torch.nn.Dropout: multiplies by a mask drawn beforehand."""
-
-    def __init__(self, mask):
-        super().__init__()
-        self.mask = mask
-
-    def forward(self, x):
-        return x * self.mask
 
 
 def masks(rng, n, shape, p=0.3):
