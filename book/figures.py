@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 import mini_transformer as mt
+from mini_transformer.transformer import with_causal
 
 COLORS = {"embed": "#f4c7c3", "attn": "#fbd9a4", "ffn": "#c7dcf4", "norm": "#f7f3b0",
           "linear": "#dccdf0", "softmax": "#c8ebc8"}
@@ -48,10 +49,6 @@ def trace(params, src, tgt, src_mask=None, tgt_mask=None):
     ``mt.transformer``. The last entry equals ``softmax(mt.transformer(...))``.
     """
     E = params.embedding
-    n_tgt = tgt.shape[-1]
-    self_mask = mt.causal_mask(n_tgt)
-    if tgt_mask is not None:
-        self_mask = self_mask & tgt_mask
     out = {"src ids": src, "X": mt.embed(src, E)}
     enc, dec = {}, {}
     mem = mt.encode(out["X"], params, src_mask, saved=enc)
@@ -61,6 +58,7 @@ def trace(params, src, tgt, src_mask=None, tgt_mask=None):
     out["mem"] = mem
     out["tgt ids"] = tgt
     out["Y"] = mt.embed(tgt, E)
+    self_mask = with_causal(tgt_mask, out["Y"])         # as mt.transformer's
     h = mt.decode(out["Y"], mem, params, self_mask, src_mask, saved=dec)
     out |= _layer_outputs("decoder", dec)
     if params.decoder_norm is not None:

@@ -8,8 +8,6 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
 - ``_checks``, ``_ops``: the argument checks (run at the door, ``at_door``), and the
   shared array operations (products over all rows, summing a gradient back to a
   broadcast shape).
-- ``row_blocks``: the softmax's NumPy fast path (cache-sized blocks of rows, in
-  threads, in place).
 - ``tree``: the one walker over a params container (map, leaves, named leaves,
   rebuild from names).
 - ``positional``: the sinusoidal positional encoding (§3.5).
@@ -17,6 +15,8 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
 - ``batching``: padding and batches by approximate length (§5.1).
 - ``tasks``: the synthetic tasks (reverse, sort) of chapters 15 and 16.
 - ``softmax``: softmax, log-sum-exp, log-softmax and the softmax's backward.
+- ``row_blocks``: the softmax's NumPy fast path (in place, cache-sized blocks of
+  rows, in threads), which attention calls.
 - ``layernorm``, ``feedforward``, ``dropout``: one sub-layer idea each, forward
   and backward.
 - ``checkpoint``: params to and from ``.npz`` files, and checkpoint averaging (§6.1).
@@ -43,7 +43,8 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
 - ``pydoc_lm``: chapter 18's experiment (Python's help pages split by topic, n-gram
   baselines, training, bits per character, the ``pydoc-lm`` command).
 - ``torch``: ``nn.Module`` wrappers (``torch.modules``) and weight conversion to
-  and from ``torch.nn`` (``torch.convert``, which imports numpy and torch only).
+  and from ``torch.nn`` (``torch.convert``: of the package, it imports only the
+  containers of ``params`` and ``tree``'s builder).
 """
 
 from .attention import (

@@ -225,49 +225,47 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
     """
     p = params
-    dropouts = _sublayer_masks(masks, memory)
+    m_self, m_cross, m_ffn = _sublayer_masks(masks, memory)
     if not saved:
         saved = {}
         decoder_layer(y, memory, p, self_mask, memory_mask, masks,
                       norm_first=norm_first, saved=saved)
     s = saved
-    names = ["self", "ffn"] if memory is None else ["self", "cross", "ffn"]
-    grads, g_memory, g = {}, None, grad_output
-    for i in reversed(range(1, len(names) + 1)):
-        name, gamma = names[i - 1], (p.norm1, p.norm2, p.norm3)[i - 1].gamma
-        h = y if i == 1 else s[f"y{i - 1}"]                 # the sub-layer's input
-        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
-            g_n, g_m, grads[name] = _sub_backward(name, s[f"n{i}"], g, p, s, memory,
-                                                  self_mask, memory_mask, dropouts)
-            g_ln, *grads[i] = layer_norm_backward(h, gamma, g_n, p.eps, s[f"ln{i}"])
-            g = g + g_ln
-        else:            # Yi = LNᵢ(Y(i−1) + Sub(Y(i−1)))
-            g_r, *grads[i] = layer_norm_backward(s[f"r{i}"], gamma, g, p.eps,
-                                                 s[f"ln{i}"])
-            g_h, g_m, grads[name] = _sub_backward(name, h, g_r, p, s, memory,
-                                                  self_mask, memory_mask, dropouts)
-            g = g_r + g_h
-        g_memory = g_m if g_m is not None else g_memory
-    fields = {"self_attn": grads["self"], "ffn": grads["ffn"]}
-    if "cross" in grads:
-        fields["cross_attn"] = grads["cross"]
-    for i in range(1, len(names) + 1):
-        fields[f"norm{i}"] = LayerNormParams(*grads[i])
-    return g, g_memory, dataclasses.replace(p, **fields)
+    norms = (p.norm1, p.norm2, p.norm3)
 
+    def norm_backward(i, h, g):  # LayerNorm i at its input h: (g_h, g_γ, g_β)
+        return layer_norm_backward(h, norms[i - 1].gamma, g, p.eps, s[f"ln{i}"])
 
-def _sub_backward(name, h, g, p, s, memory, self_mask, memory_mask, masks):
-    """One sub-layer's backward at its input h: (grad_h, grad_memory, grad_params)."""
-    m_self, m_cross, m_ffn = masks
-    if name == "ffn":
+    # Each sub-layer's backward, named as its field of p, at its input h:
+    # (g_h, g_memory or None, g_params).
+    def self_attn(h, g):
+        g_h, _, g_p = multi_head_attention_backward(h, p.self_attn, dropout(g, m_self),
+                                                    self_mask, saved=s["self"])
+        return g_h, None, g_p
+
+    def cross_attn(h, g):
+        return multi_head_attention_backward(h, p.cross_attn, dropout(g, m_cross),
+                                             memory_mask, memory, saved=s["cross"])
+
+    def ffn(h, g):
         g_h, g_p = feed_forward_backward(h, p.ffn, dropout(g, m_ffn), s["ffn"])
         return g_h, None, g_p
-    if name == "self":
-        g_h, _, g_p = multi_head_attention_backward(
-            h, p.self_attn, dropout(g, m_self), self_mask, saved=s["self"])
-        return g_h, None, g_p
-    return multi_head_attention_backward(h, p.cross_attn, dropout(g, m_cross),
-                                         memory_mask, memory, saved=s["cross"])
+
+    subs = [self_attn, ffn] if memory is None else [self_attn, cross_attn, ffn]
+    grads, g_memory, g = {}, None, grad_output   # grads: {field of p: its gradient}
+    for i, sub in reversed(list(enumerate(subs, start=1))):
+        h = y if i == 1 else s[f"y{i - 1}"]                 # the sub-layer's input
+        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
+            g_n, g_m, grads[sub.__name__] = sub(s[f"n{i}"], g)
+            g_ln, *g_norm = norm_backward(i, h, g_n)
+            g = g + g_ln
+        else:            # Yi = LNᵢ(Y(i−1) + Sub(Y(i−1)))
+            g_r, *g_norm = norm_backward(i, s[f"r{i}"], g)
+            g_h, g_m, grads[sub.__name__] = sub(h, g_r)
+            g = g_r + g_h
+        grads[f"norm{i}"] = LayerNormParams(*g_norm)
+        g_memory = g_m if g_m is not None else g_memory
+    return g, g_memory, dataclasses.replace(p, **grads)
 
 
 def _check_backward(memory, layers, grad_output, saved, **_):

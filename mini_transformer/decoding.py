@@ -24,8 +24,7 @@ from .decoder import KVCache
 from .multihead import key_values
 from .softmax import log_softmax
 from . import _checks
-from .transformer import (check_model_inputs, check_src_mask, decode, embed, encode,
-                          tied_embedding)
+from .transformer import check_model_inputs, decode, embed, encode, tied_embedding
 
 
 def length_penalty(length, alpha: float):
@@ -40,7 +39,6 @@ def encode_source(src_tokens, params, src_mask=None, norm_first=None, attention=
     Returns (..., n_src, d_model).
     """
     x = embed(src_tokens, tied_embedding(params), name="src_tokens")
-    check_src_mask(src_mask, x)
     return encode(x, params, src_mask, norm_first=norm_first,
                   attention=attention)                    # (..., n_src, d_model)
 

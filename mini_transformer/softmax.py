@@ -6,8 +6,7 @@ import math
 
 from array_api_compat import array_namespace
 
-from . import _checks, row_blocks
-from .row_blocks import divide, exp_minus
+from . import _checks
 
 
 def _check(x, axis, temperature, **_):
@@ -17,7 +16,7 @@ def _check(x, axis, temperature, **_):
 
 
 @_checks.at_door(_check)
-def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = False):
+def softmax(x, axis: int = -1, temperature: float = 1.0):
     """a = softmax(s / τ): a_j = exp(s_j / τ) / Σ_j′ exp(s_j′ / τ), along ``axis``.
 
     The scores s are ``x`` and the temperature τ is ``temperature`` (chapter 3).
@@ -25,21 +24,13 @@ def softmax(x, axis: int = -1, temperature: float = 1.0, *, overwrite_x: bool = 
     A row that is all ``-inf`` (every key masked) gives zeros, not NaN;
     a NaN anywhere in a row makes that row NaN (it is never hidden).
     ``temperature`` must be > 0; ``float('inf')`` gives the uniform distribution.
-    ``overwrite_x=True`` lets a NumPy ``x`` be reused for the result (as SciPy's
-    ``overwrite_a``); a large NumPy array runs in cache-sized blocks of rows
-    (``row_blocks``, chapter 12). The math is ``stable_softmax``.
+    The math is ``stable_softmax``; ``row_blocks.fast_softmax`` is its NumPy
+    fast path (chapter 12).
     """
-    tau = float(temperature)
-
-    def a(s, overwrite_x):
-        return stable_softmax(_divide_by_temperature(s, tau), axis, overwrite_x)
-
-    if row_blocks.worth_blocking(x, axis):
-        return row_blocks.map_row_blocks(a, x, overwrite_x)
-    return a(x, overwrite_x)
+    return stable_softmax(_divide_by_temperature(x, float(temperature)), axis)
 
 
-def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
+def stable_softmax(x, axis: int = -1):
     """a_j = exp(s_j − m) / Σ_j′ exp(s_j′ − m), m = the row maximum: the softmax
     at τ = 1 of the scores s = ``x``.
 
@@ -49,9 +40,9 @@ def stable_softmax(x, axis: int = -1, overwrite_x: bool = False):
     xp = array_namespace(x)
     m = xp.max(x, axis=axis, keepdims=True)
     m = xp.where(m == -xp.inf, 0.0, m)  # all -inf row: keep exp(-inf) = 0
-    e = exp_minus(x, m, overwrite_x)  # exp(x - m), the one array of x's shape
+    e = xp.exp(x - m)
     Z = xp.sum(e, axis=axis, keepdims=True)  # the partition function, shifted
-    return divide(e, xp.where(Z == 0.0, 1.0, Z))
+    return e / xp.where(Z == 0.0, 1.0, Z)  # all -inf row: 0 / 1, not 0 / 0
 
 
 def _divide_by_temperature(x, temperature):

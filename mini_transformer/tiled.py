@@ -22,11 +22,33 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from array_api_compat import is_numpy_array
 
+from . import _checks
 from ._ops import sum_to
-from ._checks import check_qkv
 from .row_blocks import cpus
 
 
+def _check_tiled(q, k, v, block_size, threads, **_):
+    _checks.check_qkv(q, k, v)
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if not is_numpy_array(a):
+            raise ValueError(
+                "tiled_attention is NumPy-only, got "
+                f"{name} of type {type(a).__name__}; "
+                "use scaled_dot_product_attention (any library) or "
+                "torch.nn.functional.scaled_dot_product_attention"
+            )
+    _check_block_size(block_size)
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+
+
+def _check_block_size(block_size):
+    b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
+    if b_q < 1 or b_k < 1:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+
+
+@_checks.at_door(_check_tiled)
 def tiled_attention(
     q,
     k,
@@ -69,20 +91,7 @@ def tiled_attention(
     shifted): when |q|·|k| bounds every score far inside the float range, m
     stays 0 and each tile saves two passes.
     """
-    check_qkv(q, k, v)
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        if not is_numpy_array(a):
-            raise ValueError(
-                "tiled_attention is NumPy-only, got "
-                f"{name} of type {type(a).__name__}; "
-                "use scaled_dot_product_attention (any library) or "
-                "torch.nn.functional.scaled_dot_product_attention"
-            )
     b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
-    if b_q < 1 or b_k < 1:
-        raise ValueError(f"block_size must be positive, got {block_size}")
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -241,6 +250,28 @@ def _blas_threads(n):
     return _controller.limit(limits=n, user_api="blas")
 
 
+def _check_tiled_backward(q, k, v, output, lse, grad_output, block_size, **_):
+    _checks.check_qkv(q, k, v)
+    for name, a in (("q", q), ("k", k), ("v", v), ("output", output), ("lse", lse),
+                    ("grad_output", grad_output)):
+        if not is_numpy_array(a):
+            raise ValueError(
+                f"tiled_attention_backward is NumPy-only, got {name} of type "
+                f"{type(a).__name__}"
+            )
+    _check_block_size(block_size)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    n_q, d_v = q.shape[-2], v.shape[-1]
+    for name, a, shape in (("output", output, batch + (n_q, d_v)),
+                           ("grad_output", grad_output, batch + (n_q, d_v)),
+                           ("lse", lse, batch + (n_q,))):
+        if a.shape != shape:
+            raise ValueError(
+                f"{name} must have shape {shape} (the forward's), got {a.shape}"
+            )
+
+
+@_checks.at_door(_check_tiled_backward)
 def tiled_attention_backward(
     q,
     k,
@@ -272,27 +303,10 @@ def tiled_attention_backward(
     output, lse: what ``tiled_attention(..., return_lse=True)`` returned.
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
-    check_qkv(q, k, v)
-    for name, a in (("q", q), ("k", k), ("v", v), ("output", output), ("lse", lse),
-                    ("grad_output", grad_output)):
-        if not is_numpy_array(a):
-            raise ValueError(
-                f"tiled_attention_backward is NumPy-only, got {name} of type "
-                f"{type(a).__name__}"
-            )
     b_q, b_k = (block_size, block_size) if isinstance(block_size, int) else block_size
-    if b_q < 1 or b_k < 1:
-        raise ValueError(f"block_size must be positive, got {block_size}")
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    for name, a, shape in (("output", output, batch + (n_q, d_v)),
-                           ("grad_output", grad_output, batch + (n_q, d_v)),
-                           ("lse", lse, batch + (n_q,))):
-        if a.shape != shape:
-            raise ValueError(
-                f"{name} must have shape {shape} (the forward's), got {a.shape}"
-            )
     mask = _mask_view(mask, batch + (n_q, n_k))
     shapes = q.shape, k.shape, v.shape
     scale = 1 / math.sqrt(d_k)

@@ -35,13 +35,26 @@ def tied_embedding(params):
     return params.embedding
 
 
-def _token_ids(tokens, embedding, xp, name):
-    """``tokens`` as int64 ids in the embedding's library and on its device (NumPy
-    ids are welcome with torch weights), checked to lie in [0, vocab_size)."""
+def _in_library(tokens, embedding):
+    """``tokens`` in the embedding's library and on its device (NumPy ids are
+    welcome with torch weights)."""
     if not is_array_api_obj(tokens):
         tokens = np.asarray(tokens)
     if is_numpy_array(tokens) and not is_numpy_array(embedding):
-        tokens = xp.asarray(tokens, device=device(embedding))
+        tokens = array_namespace(embedding).asarray(tokens, device=device(embedding))
+    return tokens
+
+
+def _token_ids(tokens, embedding):
+    """``tokens`` as int64 ids in the embedding's library and on its device."""
+    xp = array_namespace(embedding)
+    return xp.astype(_in_library(tokens, embedding), xp.int64)
+
+
+def _check_token_ids(tokens, embedding, name):
+    """``tokens`` in the embedding's library, refused unless they are integer ids in
+    [0, vocab_size) on its device; ``name`` is what the message calls them."""
+    xp, tokens = array_namespace(embedding), _in_library(tokens, embedding)
     if _checks.kind(tokens).split(".")[0] != _checks.kind(embedding).split(".")[0]:
         raise ValueError(
             f"inputs mix array libraries ({name}: {_checks.kind(tokens)}, "
@@ -62,7 +75,7 @@ def _token_ids(tokens, embedding, xp, name):
             f"{name} must lie in [0, vocab_size={vocab}), got ids from {lo} "
             f"to {hi} (shape {tuple(tokens.shape)})"
         )
-    return xp.astype(tokens, xp.int64)
+    return tokens
 
 
 def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
@@ -80,27 +93,26 @@ def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
     check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask)
 
 
-def check_src_mask(src_mask, x):
-    """The source mask serves two attentions: it must be a mask on the keys."""
-    _checks.mask_broadcasts(src_mask, (*x.shape[:-2], 1, x.shape[-2]), "src_mask",
-                            "(batch, 1, n_src)")
-
-
-def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None, **_):
+def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None,
+                       tgt_mask=None, **_):
     """Token ids in the vocabulary, one library, dtype and device for every array of
-    the params, and a source mask on the keys."""
+    the params, a source mask on the keys (it serves two attentions) and a target
+    mask on the target's self-attention."""
     E = tied_embedding(params)
     leaves = named_leaves(params)
     _checks.namespace(*leaves.values(), names=tuple(leaves))
     _embedding_shape(E)
     params.check_shapes()                  # every layer's arrays fit d_model, by path
-    xp = array_namespace(E)
-    src = _token_ids(src_tokens, E, xp, "src_tokens")
-    tgt = tgt_in if tgt_tokens is None else tgt_tokens
-    if tgt is not None:                                 # none when decoding
-        _token_ids(tgt, E, xp, "tgt_tokens")
+    src, tgt = _check_token_ids(src_tokens, E, "src_tokens"), None
+    for name, tokens in (("tgt_tokens", tgt_tokens), ("tgt_in", tgt_in)):
+        if tokens is not None:                          # none when decoding
+            tgt = _check_token_ids(tokens, E, name)
     _checks.mask_broadcasts(src_mask, (*src.shape[:-1], 1, src.shape[-1]), "src_mask",
                             "(batch, 1, n_src)")
+    if tgt is not None:
+        n_tgt = tgt.shape[-1]
+        _checks.mask_broadcasts(tgt_mask, (*tgt.shape[:-1], n_tgt, n_tgt), "tgt_mask",
+                                "(batch, n_tgt, n_tgt)")
 
 
 def _check_encode(src, params, src_mask, **_):
@@ -111,9 +123,10 @@ def _check_decode(tgt, memory, params, tgt_mask, memory_mask, caches, **_):
     check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, caches)
 
 
-def _check_embedding(embedding, **_):
+def _check_embedding(tokens, embedding, name, **_):
     _checks.namespace(embedding, names=("embedding",))
     _embedding_shape(embedding)
+    _check_token_ids(tokens, embedding, name)
 
 
 def _embedding_shape(embedding):
@@ -132,7 +145,7 @@ def embed(tokens, embedding, start=0, *, name="tokens"):
     Returns (..., n, d_model).
     """
     xp = array_namespace(embedding)
-    tokens = _token_ids(tokens, embedding, xp, name)
+    tokens = _token_ids(tokens, embedding)
     d_model = embedding.shape[-1]
     pe = positional_encoding(start + tokens.shape[-1], d_model)[start:]  # (n, d_model)
     pe = xp.asarray(pe, dtype=embedding.dtype, device=device(embedding))
@@ -190,7 +203,7 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)
     if masks is not None:
         x, y = dropout(x, masks.src), dropout(y, masks.tgt)
-    h = encoder_decoder(x, y, params, src_mask, _and_causal(tgt_mask, y), src_mask,
+    h = encoder_decoder(x, y, params, src_mask, with_causal(tgt_mask, y), src_mask,
                         masks, norm_first=norm_first, attention=attention)
     return h @ E.T                                      # (..., n_tgt, vocab_size)
 
@@ -246,16 +259,16 @@ def _final_norm(x, norm, eps, saved=None):
         x, norm.gamma, norm.beta, eps, None if saved is None else saved["norm"])
 
 
-def _and_causal(tgt_mask, y):
-    """causal_mask(n_tgt), combined with tgt_mask: bool masks by "and", a float
-    mask keeps its values on and below the diagonal and gets -inf above it."""
+def with_causal(tgt_mask, y):
+    """The target's self-attention mask: causal_mask(n_tgt), combined with tgt_mask
+    (None, or broadcast to (batch, n_tgt, n_tgt)) for the embedded target y: bool
+    masks by "and", a float mask keeps its values on and below the diagonal and gets
+    -inf above it."""
     xp, n = array_namespace(y), y.shape[-2]
     causal = as_mask(causal_mask(n), y, (n, n), xp)     # (n_tgt, n_tgt)
     if tgt_mask is None:
         return causal
-    shape = (*y.shape[:-2], n, n)
-    _checks.mask_broadcasts(tgt_mask, shape, "tgt_mask", "(batch, n_tgt, n_tgt)")
-    mask = as_mask(tgt_mask, y, shape, xp)
+    mask = as_mask(tgt_mask, y, (*y.shape[:-2], n, n), xp)
     return causal & mask if mask.dtype == xp.bool else xp.where(causal, mask, -xp.inf)
 
 
@@ -297,13 +310,13 @@ def loss_and_grads(
     xp, sqrt_d = array_namespace(E), math.sqrt(E.shape[-1])
     norm_first = _norm_first(params, norm_first)
     x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
-    y = embed(tgt_in, E, name="tgt_tokens")              # (..., n_tgt, d_model)
+    y = embed(tgt_in, E, name="tgt_in")                  # (..., n_tgt, d_model)
     src_mask = key_mask(src_mask, x)      # built once, for all 3 · n_layers attentions
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)  # one draw for every site
     m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
                               (None,) * len(params.decoder_layers))
     x, y = dropout(x, m.src), dropout(y, m.tgt)
-    self_mask = _and_causal(tgt_mask, y)
+    self_mask = with_causal(tgt_mask, y)
     # Forward, keeping what the backward reads.
     saved = {}
     h = encoder_decoder(x, y, params, src_mask, self_mask, src_mask, masks,
@@ -352,7 +365,7 @@ def _embedding_backward(tokens, grad, embedding):
     position holding token v, computed as one_hot(tokens)ᵀ grad,
     (vocab_size, d_model)."""
     xp = array_namespace(embedding)
-    tokens = _token_ids(tokens, embedding, xp, "tokens")
+    tokens = _token_ids(tokens, embedding)
     vocab = xp.arange(embedding.shape[0], device=device(embedding))
     # (..., n, vocab_size)
     one_hot = xp.astype(tokens[..., None] == vocab, embedding.dtype)

@@ -39,3 +39,17 @@ def test_trace_ends_with_the_models_softmax(rng, norm_first, final_norms):
     for i, layer in enumerate(p.encoder_layers):
         x = mt.encoder_layer(x, layer, src_mask, norm_first=norm_first)
         assert np.max(np.abs(arrays[f"encoder layer {i + 1}"] - x)) < 1e-14
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_trace_combines_a_target_mask_as_the_model(rng, kind):
+    """A target mask (bool or float) joins the causal mask as in ``mt.transformer``."""
+    p = mt.TransformerParams.random(rng, vocab_size=11, d_model=8, n_heads=2, d_ff=16,
+                                    n_layers=1)
+    src, tgt = rng.integers(0, 11, (2, 5)), rng.integers(0, 11, (2, 4))
+    tgt_mask = mt.padding_mask([4, 2], 4)              # (2, 1, 4)
+    if kind == "float":
+        tgt_mask = np.where(tgt_mask, rng.normal(0, 1, (2, 4, 4)), -np.inf)
+    last = list(figures.trace(p, src, tgt, tgt_mask=tgt_mask).values())[-1]
+    want = mt.softmax(mt.transformer(src, tgt, p, tgt_mask=tgt_mask), axis=-1)
+    assert np.max(np.abs(last - want)) < 1e-14

@@ -21,11 +21,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mini_transformer"
 FLOORS = [
     # no import of the package: checks, the parameter-tree walker, data,
     # positions, tokens
-    ["_checks", "_ops", "row_blocks", "tree", "positional", "bpe", "batching",
+    ["_checks", "_ops", "tree", "positional", "bpe", "batching",
      "number_words.data"],
     # one idea each, on arrays; the tasks (which re-export the number words' data)
     ["softmax", "layernorm", "feedforward", "dropout", "checkpoint", "rmsnorm", "rotary",
      "swiglu", "tasks"],
+    ["row_blocks"],           # the softmax's NumPy fast path
     ["attention", "loss", "optim", "params", "sampling"],
     ["multihead", "tiled", "grouped_query",
      "torch.convert"],        # params to and from torch.nn (the containers, torch)

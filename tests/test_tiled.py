@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import mini_transformer as mt
+from mini_transformer.row_blocks import fast_softmax
 
 TOL = 1e-12
 
@@ -187,15 +188,31 @@ def test_refuses_torch_input():
         mt.tiled_attention(q, q, q)
 
 
-def test_softmax_overwrite_x():
-    """The reference's softmax may reuse a NumPy input only when asked to."""
+def test_fast_softmax_overwrite_x():
+    """The fast path reuses a NumPy input only when asked to, with the reference's
+    numbers to the bit."""
     rng = np.random.default_rng(8)
     x = rng.standard_normal((4, 6))
     x_copy = x.copy()
     want = mt.softmax(x)
+    got = fast_softmax(x)
+    assert np.array_equal(got, want)
     assert np.array_equal(x, x_copy)  # default: the input is untouched
-    got = mt.softmax(x, overwrite_x=True)
+    got = fast_softmax(x, overwrite_x=True)
     assert np.array_equal(got, want) and np.shares_memory(got, x)
+
+
+def test_fast_softmax_of_torch_is_the_reference():
+    """A torch tensor is not written over (autograd): a new tensor, the reference's."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([[0.0, 1.0, -float("inf")], [-float("inf")] * 3],
+                     dtype=torch.float64, requires_grad=True)
+    x_copy = x.detach().clone()
+    got = fast_softmax(x, overwrite_x=True)
+    want = torch.softmax(x_copy[:1], dim=-1)
+    torch.testing.assert_close(got[:1].detach(), want, rtol=1e-15, atol=0)
+    assert torch.all(got[1] == 0)
+    assert got.requires_grad and torch.equal(x.detach(), x_copy)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 2.5, float("inf")])
@@ -212,10 +229,12 @@ def test_softmax_in_row_blocks_equals_one_pass(temperature, overwrite):
     e = np.exp(xs - np.where(m == -np.inf, 0.0, m))
     z = e.sum(axis=-1, keepdims=True)
     want = e / np.where(z == 0.0, 1.0, z)
-    x_in = x.copy()
-    got = mt.softmax(x_in, temperature=temperature, overwrite_x=overwrite)
+    np.testing.assert_allclose(mt.softmax(x, temperature=temperature), want,
+                               rtol=1e-14, atol=1e-300)
+    x_in = xs.copy()
+    got = fast_softmax(x_in, overwrite_x=overwrite)
     assert got.shape == x.shape
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
     assert np.all(got[0, 7] == 0.0) and np.all(np.isnan(got[2, 5]))
     if not overwrite:
-        assert np.array_equal(x_in, x, equal_nan=True)
+        assert np.array_equal(x_in, xs, equal_nan=True)

@@ -15,7 +15,8 @@ import torch
 
 from helpers import TOL32, TOL64, max_abs, t64, to_numpy
 from mini_transformer import (TransformerParams, causal_mask, count_parameters, embed,
-                              encoder_decoder, greedy_decode, padding_mask, transformer)
+                              encoder_decoder, greedy_decode, loss_and_grads, padding_mask,
+                              transformer)
 from mini_transformer.torch.convert import to_torch, transformer_from_torch
 
 # torch's warnings about its own nested-tensor fast path, which these tests exercise
@@ -328,3 +329,24 @@ def test_greedy_decode_of_one_token_is_bos(rng):
     assert logits.shape == (1, 0, 5)
     # an unbatched source gives an unbatched result
     assert greedy_decode(np.array([1, 2]), p, 3, bos=3, eos=4).shape[0] <= 3
+
+
+def test_refusals_name_the_argument_passed(rng):
+    """A bad target is called by the name the caller gave it: ``tgt_tokens`` in
+    ``transformer``, ``tgt_in`` in ``loss_and_grads``; a target mask of the wrong
+    shape is refused before any layer runs."""
+    p = TransformerParams.random(rng, vocab_size=10, d_model=8, n_heads=2, d_ff=16,
+                                 n_layers=1)
+    src = np.array([[1, 2, 3]])
+    with pytest.raises(ValueError, match=r"^tgt_tokens must lie in \[0, vocab_size=10\)"):
+        transformer(src, src + 7, p)
+    with pytest.raises(ValueError, match=r"^tgt_in must lie in \[0, vocab_size=10\)"):
+        loss_and_grads(p, src, src + 7, src)
+    with pytest.raises(ValueError, match=r"^tgt_in must be integer token ids"):
+        loss_and_grads(p, src, src * 1.0, src)
+    bad = np.ones((2, 2), dtype=bool)
+    for call in (lambda: transformer(src, src, p, tgt_mask=bad),
+                 lambda: loss_and_grads(p, src, src, src, tgt_mask=bad)):
+        with pytest.raises(ValueError, match=r"tgt_mask of shape \(2, 2\) does not "
+                           r"broadcast to \(batch, n_tgt, n_tgt\) = \(1, 3, 3\)"):
+            call()

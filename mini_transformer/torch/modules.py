@@ -21,7 +21,7 @@ import torch
 from array_api_compat import array_namespace
 from torch import nn
 
-from .._checks import check_qkv
+from .. import _checks
 from ..attention import as_mask
 from ..decoder import decoder_layer
 from ..decoding import greedy_decode
@@ -33,6 +33,16 @@ from ..transformer import encoder_decoder, transformer
 from .convert import from_torch
 
 
+def _check_fused(q, k, v, **_):
+    _checks.check_qkv(q, k, v)
+    if not torch.is_tensor(q):
+        raise ValueError(
+            f"fused_attention needs torch tensors, got {type(q).__module__}."
+            f"{type(q).__name__}; use scaled_dot_product_attention for other arrays"
+        )
+
+
+@_checks.at_door(_check_fused)
 def fused_attention(q, k, v, mask=None):
     """softmax(Q Kᵀ / √d_k) V through ``F.scaled_dot_product_attention``.
 
@@ -40,12 +50,6 @@ def fused_attention(q, k, v, mask=None):
     (bool True = may attend, float added). Returns (output, None): the fused
     kernel never forms the weights, which is the point of it.
     """
-    check_qkv(q, k, v)
-    if not torch.is_tensor(q):
-        raise ValueError(
-            f"fused_attention needs torch tensors, got {type(q).__module__}."
-            f"{type(q).__name__}; use scaled_dot_product_attention for other arrays"
-        )
     if mask is not None:
         shape = (
             *torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]),
