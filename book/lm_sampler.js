@@ -356,7 +356,7 @@ window.mtLm = (function () {
 
   // A byte as a reader can see it: a space as the open box, the line break as \n.
   function showByte(b) {
-    if (b === 32) return "\u2420";
+    if (b === 32) return "\u2423";
     if (b === 10) return "\\n";
     if (b === 9) return "\\t";
     if (b === 13) return "\\r";
@@ -514,8 +514,18 @@ window.mtLm.mount = function (root) {
     lastDraw = null;
   }
 
+  var inputs = {prompt: prompt, temperature: temperature, topK: topK, topP: topP,
+                seed: seed, count: count};
+  function mark(kind) {                 // the field a message is about, for readers
+    Object.keys(inputs).forEach(function (k) {
+      if (k === kind) inputs[k].setAttribute("aria-invalid", "true");
+      else inputs[k].removeAttribute("aria-invalid");
+    });
+  }
+
   function fail(s) {
     current = null;
+    mark(s.kind);
     readout.className = "mtl-readout mtl-error";
     readout.setAttribute("data-kind", s.kind);
     readout.textContent = s.error;
@@ -530,6 +540,7 @@ window.mtLm.mount = function (root) {
     if (!state || startedWith.prompt !== prompt.value || startedWith.seed !== s.seed)
       restart(s);
     [next, gen].forEach(function (b) { b.disabled = false; });
+    mark(null);
     gen.textContent = "Generate " + s.count + (s.count === 1 ? " byte" : " bytes");
     var probs = M.samplingDistribution(state.logits, s.temperature, s.topK, s.topP);
     var before = s.temperature === 0 ? probs :
@@ -552,7 +563,7 @@ window.mtLm.mount = function (root) {
 
   function drawChart() {
     var c = current, ranked = M.order(c.logits).slice(0, SHOWN);
-    var top = 26, rowH = 22, left = 58, barW = 380, width = left + barW + 150;
+    var top = 26, rowH = 22, left = 50, barW = 250, width = left + barW + 120;
     var height = top + rowH * ranked.length + 6, scale = 0;
     ranked.forEach(function (b) { scale = Math.max(scale, c.probs[b], c.before[b]); });
     var kept = 0, mass = 0, shownMass = 0;
@@ -566,7 +577,7 @@ window.mtLm.mount = function (root) {
                                         "cut"); }).join(", ") + "."});
     fig.appendChild(svg("text", {x: 4, y: 16, "class": "mtl-axis"}, "byte"));
     fig.appendChild(svg("text", {x: left, y: 16, "class": "mtl-axis"},
-                        "probability (solid: drawn from; pale: softmax(o/\u03c4))"));
+                        "solid: drawn from; pale: softmax(o/\u03c4)"));
     ranked.forEach(function (b, r) {
       var y = top + r * rowH, p = c.probs[b], q = c.before[b];
       var g = fig.appendChild(svg("g", {"data-byte": String(b),
@@ -574,10 +585,11 @@ window.mtLm.mount = function (root) {
         "class": p > 0 ? "mtl-kept" : "mtl-cut"}));
       g.appendChild(svg("text", {x: 4, y: y + 15, "class": "mtl-byte"},
                         M.showByte(b)));
-      g.appendChild(svg("rect", {x: left, y: y + 3, height: rowH - 6,
-        width: (barW * q / scale).toFixed(2), "class": "mtl-bar-before"}));
-      if (p > 0) g.appendChild(svg("rect", {x: left, y: y + 3, height: rowH - 6,
+      if (p > 0) g.appendChild(svg("rect", {x: left, y: y + 3, height: 11,
         width: (barW * p / scale).toFixed(2), "class": "mtl-bar"}));
+      g.appendChild(svg("rect", {x: left, y: y + (p > 0 ? 15 : 3),
+        height: p > 0 ? 4 : 15, width: (barW * q / scale).toFixed(2),
+        "class": "mtl-bar-before"}));
       g.appendChild(svg("text", {x: left + barW + 8, y: y + 15,
         "class": "mtl-prob"}, p > 0 ? p.toFixed(4) : "cut (" + q.toFixed(4) + ")"));
     });
@@ -593,8 +605,8 @@ window.mtLm.mount = function (root) {
        " of softmax(o/\u03c4) before the cut; ") + "the " + ranked.length +
       " bytes with the largest scores, drawn here, hold " + shownMass.toFixed(4) +
       " of what the sampler draws from. A solid bar is a kept byte's " +
-      "probability, renormalised; \u201ccut\u201d marks a byte top-k or top-p " +
-      "removed."));
+      "probability, renormalised, the pale bar under it its probability before " +
+      "the cut; \u201ccut\u201d marks a byte top-k or top-p removed."));
   }
 
   function once(s) {
@@ -666,7 +678,7 @@ window.mtLm.mount = function (root) {
     ".mtl-axis, .mtl-byte, .mtl-prob { font-size: 13px; fill: currentColor; }",
     ".mtl-byte { font-family: var(--pst-font-family-monospace, monospace); }",
     ".mtl-bar { fill: #2563eb; }",
-    ".mtl-bar-before { fill: rgba(37, 99, 235, 0.22); }",
+    ".mtl-bar-before { fill: rgba(37, 99, 235, 0.35); }",
     ".mtl-cut .mtl-bar-before { stroke: currentColor; stroke-dasharray: 3 2;",
     "  stroke-width: 0.8; }",
     ".mtl-cut .mtl-byte, .mtl-cut .mtl-prob { font-style: italic; }",

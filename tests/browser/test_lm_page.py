@@ -230,12 +230,14 @@ def test_every_bad_value_gets_its_message(open_page):
             assert "mtl-error" in readout.get_attribute("class")
             assert words in readout.text_content(), readout.text_content()
             assert readout.is_visible()
+            assert root.get_by_test_id(field).get_attribute("aria-invalid") == "true"
             for button in ("next", "generate"):
                 assert root.get_by_test_id(button).is_disabled()
             assert root.get_by_test_id("chart").count() == 0
             root.get_by_test_id(field).fill(good[field])
             assert readout.get_attribute("data-kind") is None
             assert root.get_by_test_id("next").is_enabled()
+            assert root.get_by_test_id(field).get_attribute("aria-invalid") is None
             assert root.get_by_test_id("chart").count() == 1
 
 
