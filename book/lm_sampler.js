@@ -403,7 +403,7 @@ window.mtLm = (function () {
 window.mtLm.mount = function (root) {
   "use strict";
   var M = window.mtLm, D = M.data, V = D.vocab_size;
-  var SHOWN = 20, MAX_CHARS = 10000, MAX_BYTES = 2000, MAX_SEED = 4294967295;
+  var SHOWN = 20, MAX_CHARS = 10000, MAX_BYTES = 500, MAX_SEED = 4294967295;
   var DEFAULT_PROMPT = "Numeric literals\n****************\n\nThere are three";
 
   function el(tag, attrs, text) {

@@ -213,7 +213,8 @@ BAD = [  # (field, value, kind, words the message must hold)
     ("top-p", "0", "topP", "top-p must be a number in (0, 1]"),
     ("top-p", "1.5", "topP", "got 1.5"),
     ("seed", "-3", "seed", "the seed must be a whole number from 0"),
-    ("count", "0", "count", "the number of bytes must be a whole number from 1"),
+    ("count", "0", "count", "the number of bytes must be a whole number from 1 to 500"),
+    ("count", "501", "count", "got 501"),
     ("prompt", "x" * 10001, "prompt", "the text has 10,001 characters"),
 ]
 
