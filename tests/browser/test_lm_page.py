@@ -195,6 +195,11 @@ def test_drawn_bytes_are_seeded_and_have_mass(open_page, model):
         root.get_by_test_id("generate").click()
         other = tab.evaluate("mtLm.page.added()")
         assert other != first
+        example = tab.evaluate(             # the page's console example
+            'mtLm.generate("The for statement", 40, {temperature: 0.8, topP: 0.9, '
+            'seed: 1})')
+        assert len(example["newTokens"]) == 40
+        assert example["text"] == lm_data_text.decode(example["newTokens"])
     for drawn in (first, other):
         ids = lm_data_text.encode(lm_data_text.SEPARATOR + DEFAULT).tolist()
         for b in drawn:           # within the window: no restart in 30 bytes
@@ -313,3 +318,5 @@ def test_the_numbers_the_page_states(text):
     assert lm_data_text.load_text("test").startswith(lm_data_text.SEPARATOR + DEFAULT)
     js = (ROOT / "book" / "lm_sampler.js").read_text()
     assert json.dumps(DEFAULT) in js
+    assert 'mtLm.generate("The for statement", 40, {temperature: 0.8, topP: 0.9, ' \
+        "seed: 1})" in page
