@@ -46,9 +46,6 @@ STATIC = Path("_static") / "translator"      # in the built site
 FORMAT = "mini_transformer.translator_data"
 
 
-english_number = english   # num2words' English, the package's writer
-
-
 def longest_source(bpe) -> tuple[int, int]:
     """(n, tokens): a number below a million whose English has the most BPE tokens,
     EOS included. BPE encodes word by word, and the words of a (the thousands) and
@@ -56,8 +53,8 @@ def longest_source(bpe) -> tuple[int, int]:
     count = [len(bpe.encode(english(a))) for a in range(1000)]
     a = max(range(1, 1000), key=count.__getitem__)
     n = max([*range(1000), *range(a * 1000, a * 1000 + 1000)],
-            key=lambda n: len(bpe.encode(english_number(n))))
-    return n, len(bpe.encode(english_number(n))) + 1          # + EOS
+            key=lambda n: len(bpe.encode(english(n))))
+    return n, len(bpe.encode(english(n))) + 1          # + EOS
 
 
 def build(model=MODEL, bpe_file=BPE_FILE) -> str:
@@ -74,6 +71,9 @@ def build(model=MODEL, bpe_file=BPE_FILE) -> str:
         tensors.append({"name": name, "shape": list(a.shape), "offset": offset})
         chunks.append(a.tobytes())
         offset += a.size
+    if params.norm_first:
+        raise ValueError(f"{model}: a pre-LN model (norm_first=True), but translator.js runs "
+                         "the paper's post-LN layers only")
     layer = params.encoder_layers[0]
     longest_n, longest_tokens = longest_source(bpe)
     _, held = split_numbers()
@@ -86,7 +86,7 @@ def build(model=MODEL, bpe_file=BPE_FILE) -> str:
         "d_model": params.d_model, "n_heads": layer.attn.n_heads,
         "d_ff": layer.ffn.d_ff, "n_encoder_layers": len(params.encoder_layers),
         "n_decoder_layers": len(params.decoder_layers), "eps": params.eps,
-        "norm_first": False, "vocab_size": params.vocab_size,
+        "norm_first": params.norm_first, "vocab_size": params.vocab_size,
         "specials": list(bpe.specials), "alphabet": list(bpe.alphabet),
         "merges": [list(m) for m in bpe.merges], "vocab": bpe.vocab,
         "pad_id": bpe.pad_id, "bos_id": bpe.bos_id, "eos_id": bpe.eos_id,

@@ -87,14 +87,14 @@ def test_the_bpe(text):
 
 
 def test_english_spelling_and_longest_source(text):
-    """english_number is num2words' English; no number below a million has a longer
+    """english is num2words' English; no number below a million has a longer
     source than the one the data names."""
     _, held = split_numbers()
     numbers = [*held[::7], 1, 100, 101, 1000, 1001, 1099, 1100, 101_101, 999_999]
     bpe = mt.BPE.load(MODEL / "numbers_en_de_bpe.json")
     longest = _parse(text)["longest_source"]
     for n, (en, _) in zip(numbers, number_words(numbers)):
-        assert td.english_number(int(n)) == en, n
+        assert td.english(int(n)) == en, n
         assert len(bpe.encode(en)) + 1 <= longest["tokens"], (n, en)
     (en, _), = number_words([longest["number"]])
     assert len(bpe.encode(en)) + 1 == longest["tokens"]
@@ -143,3 +143,15 @@ def test_the_held_out_numbers(text):
     assert list(held) == list(split_numbers()[1])
     dev, test = dev_test_numbers()
     assert len(held) == len(dev) + len(test)
+
+
+def test_a_pre_ln_model_is_refused(tmp_path):
+    """translator.js runs post-LN layers only: the build refuses a pre-LN model rather than
+    writing data the page would run wrong."""
+    import dataclasses
+
+    params = mt.TransformerParams.load(MODEL / "numbers_en_de.npz")
+    pre_ln = tmp_path / "pre_ln.npz"
+    dataclasses.replace(params, norm_first=True).save(pre_ln)
+    with pytest.raises(ValueError, match="pre-LN model"):
+        td.build(model=pre_ln)
