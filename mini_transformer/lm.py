@@ -24,7 +24,7 @@ from ._ops import rows_outer
 from .attention import causal_mask
 from .decoder import KVCache, decoder_backward
 from .layernorm import layer_norm_backward
-from .loss import cross_entropy, cross_entropy_backward
+from .loss import cross_entropy_with_grad
 from .params import DecoderLayerParams, LayerNormParams, TransformerParams
 from .sampling import draw, sampling_distribution
 from .transformer import decode, embed
@@ -87,8 +87,7 @@ def lm_loss_and_grads(params, tokens):
     inputs, targets = tokens[..., :-1], tokens[..., 1:]
     s = {}
     logits = language_model(inputs, params, saved=s)     # (..., n, vocab_size)
-    loss = cross_entropy(logits, targets)
-    g_logits = cross_entropy_backward(logits, targets)
+    loss, g_logits = cross_entropy_with_grad(logits, targets)
     g_E = rows_outer(g_logits, s["h"])                  # logits = h Eᵀ
     g_h = g_logits @ E                                   # (..., n, d_model)
     norm = params.decoder_norm
