@@ -7,7 +7,8 @@ same CPU seconds from the same seeds, scored on the development text.
 The blocks are written with the package's functions (``layer_norm``, ``rms_norm``,
 ``rotary_embedding``, ``swiglu``, ``feed_forward``'s equation, ``grouped_query_attention``)
 running on torch tensors, and trained with torch.autograd and torch.optim.Adam: the same
-equations as the NumPy ones, differentiated by torch, so that 18 runs fit in minutes.
+equations as the NumPy ones, differentiated by torch, so that the 36 runs (and 6 timings)
+fit in minutes.
 Every block is pre-LN, with a final norm and the tied embedding; SwiGLU's hidden width
 is 2/3 · 4 · d_model (the ReLU network's parameter count); grouped-query attention uses
 h/2 key/value heads. Windows of ``context + 1`` bytes at random from the training text;
