@@ -133,6 +133,22 @@ def normalisation(x, vectors: dict, grad_output=None) -> None:
              f"shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
 
 
+def dropout_masks(x, masks, count: int, name: str = "x") -> None:
+    """``masks``: None (no dropout) or ``count`` dropout masks, one per sub-layer, each
+    None or of x's shape (the sub-layer's output, of x's shape, is multiplied by it:
+    a mask of another shape would broadcast silently)."""
+    if masks is None:
+        return
+    if len(masks) != count:
+        raise ValueError(f"masks must hold {count} dropout masks, one per sub-layer, "
+                         f"got {len(masks)}")
+    for i, m in enumerate(masks):
+        if m is not None:
+            namespace(x, m, names=(name, f"dropout mask {i}"))
+            same(tuple(m.shape), tuple(x.shape), f"dropout mask {i} must have {name}'s "
+                 f"shape {tuple(x.shape)}, got {tuple(m.shape)}")
+
+
 def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
     """Refuse, in the caller's terms, a mask that does not broadcast to ``target``."""
     if mask is None:

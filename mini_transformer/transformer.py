@@ -78,7 +78,8 @@ def _check_token_ids(tokens, embedding, name):
     return tokens
 
 
-def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
+def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, masks=None,
+                    **_):
     _checks.namespace(src, tgt, names=("src", "tgt"))
     _checks.features(src, params.d_model, "src")
     _checks.features(tgt, params.d_model, "tgt")
@@ -89,8 +90,9 @@ def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
             (tgt_mask, "tgt_mask", (n_tgt, n_tgt), "(batch, n_tgt, n_tgt)"),
             (memory_mask, "memory_mask", (n_tgt, n_src), "(batch, n_tgt, n_src)")):
         _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
-    check_encoder(src, params.encoder_layers, src_mask)
-    check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask)
+    enc, dec = (None, None) if masks is None else (masks.encoder, masks.decoder)
+    check_encoder(src, params.encoder_layers, src_mask, enc)
+    check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask, dec)
 
 
 def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None,
@@ -115,12 +117,14 @@ def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=Non
                                 "(batch, n_tgt, n_tgt)")
 
 
-def _check_encode(src, params, src_mask, **_):
-    check_encoder(src, params.encoder_layers, src_mask)
+def _check_encode(src, params, src_mask, masks=None, **_):
+    check_encoder(src, params.encoder_layers, src_mask, masks)
 
 
-def _check_decode(tgt, memory, params, tgt_mask, memory_mask, caches, **_):
-    check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, caches)
+def _check_decode(tgt, memory, params, tgt_mask, memory_mask, masks=None, caches=None,
+                  **_):
+    check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, masks,
+                  caches)
 
 
 def _check_embedding(tokens, embedding, name, **_):

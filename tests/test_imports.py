@@ -29,7 +29,8 @@ FLOORS = [
     ["row_blocks"],           # the softmax's NumPy fast path
     ["attention", "loss", "optim", "params", "sampling"],
     ["multihead", "tiled", "grouped_query",
-     "torch.convert"],        # params to and from torch.nn (the containers, torch)
+     "torch.convert",         # params to and from torch.nn (the containers, torch)
+     "residual"],             # LN(x + Sublayer(x)), the sub-layer every layer repeats
     ["encoder", "decoder"],
     ["transformer"],          # the whole model, its loss and gradients
     ["decoding", "lm"],       # greedy and beam search; the decoder-only model
