@@ -21,14 +21,14 @@ import numpy as np
 from ..attention import padding_mask
 from ..batching import batch_by_length
 from ..bpe import BPE
-from ..checkpoint import average_params
+from ..checkpoint import average_params, write_atomic
 from ..optim import AdamState, adam_step, learning_rate
 from ..params import TransformerParams
 from ..transformer import loss_and_grads
 from ..translation import exact_match, translate
 from .data import (GERMAN_SPLIT, HELD_OUT_EVERY, dev_test_numbers, encode_pairs,
                    number_words, training_numbers)
-from .files import BPE_FILE, EARLY, INTERRUPTED, LAST, LOG, MODEL, write_atomic
+from .files import BPE_FILE, EARLY, INTERRUPTED, LAST, LOG, MODEL
 
 
 
