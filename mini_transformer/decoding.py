@@ -205,7 +205,7 @@ def _expand(logp, logits, first_row, K):
     xp, V = array_namespace(logits), logits.shape[-1]
     B = first_row.shape[0]
     cand = xp.reshape(logp[:, None] + log_softmax(logits), (B, K * V))  # (B, K V)
-    order = _top(cand, 2 * K)                                   # (B, 2K)
+    order = top_indices(cand, 2 * K)                            # (B, 2K)
     return (first_row + order // V, order % V,
             xp.take_along_axis(cand, order, axis=-1))
 
@@ -219,7 +219,7 @@ def _advance(row, token, cand, eos, K):
                  for a in (row, token, cand))
 
 
-def _top(a, k):
+def top_indices(a, k):
     """The indices of the k largest entries of each row of ``a`` (B, C), largest
     first, ties in index order: ``argsort(a, descending=True, stable=True)[:, :k]``
     without sorting whole rows. NumPy: ``argpartition`` finds the k largest (at a

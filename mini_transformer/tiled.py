@@ -24,6 +24,7 @@ from array_api_compat import is_numpy_array
 
 from . import _checks
 from ._ops import sum_to
+from .attention import as_mask
 from .row_blocks import cpus
 
 
@@ -102,7 +103,7 @@ def tiled_attention(
     bound = _max_norm(q2) * _max_norm(k)
     growth = bound + math.log2(n_k * max(1.0, float(np.max(np.abs(v)))))
     maxexp = np.finfo(q.dtype).maxexp
-    mask = _mask_view(mask, batch + (n_q, n_k))
+    mask = _mask_view(mask, q, batch + (n_q, n_k))
     bounded = (
         2 * bound <= maxexp
         and growth < maxexp - 1
@@ -208,29 +209,15 @@ def _max_norm(x):
     return float(np.sqrt(np.max(np.einsum("...i,...i->...", x, x))))
 
 
-def _mask_view(mask, shape):
-    """``mask`` checked like the reference's and broadcast to ``shape`` as a view."""
+def _mask_view(mask, like, shape):
+    """``mask`` checked as the reference checks it (``as_mask``, ``like``'s dtype)
+    and broadcast to ``shape`` as a view."""
     if mask is None:
         return None
-    if not is_numpy_array(mask):
-        if hasattr(mask, "__array_namespace__"):
-            raise ValueError(
-                f"tiled_attention needs a NumPy mask, got {type(mask).__name__}"
-            )
-        mask = np.asarray(mask)
-    if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
+    if not is_numpy_array(mask) and hasattr(mask, "__array_namespace__"):
         raise ValueError(
-            "mask must be bool (True = may attend) or floating (added to the scores), "
-            f"got dtype {mask.dtype}"
-        )
-    try:
-        return np.broadcast_to(mask, shape)
-    except ValueError:
-        raise ValueError(
-            f"mask of shape {mask.shape} does not "
-            f"broadcast to the scores' shape {shape} "
-            "(..., n_q, n_k)"
-        ) from None
+            f"tiled_attention needs a NumPy mask, got {type(mask).__name__}")
+    return np.broadcast_to(as_mask(mask, like, shape, np), shape)
 
 
 _controller = None
@@ -307,7 +294,7 @@ def tiled_attention_backward(
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _mask_view(mask, batch + (n_q, n_k))
+    mask = _mask_view(mask, q, batch + (n_q, n_k))
     shapes = q.shape, k.shape, v.shape
     scale = 1 / math.sqrt(d_k)
     q2 = np.broadcast_to(q * (scale * _LOG2_E), batch + (n_q, d_k))   # scores in base 2
