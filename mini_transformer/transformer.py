@@ -216,7 +216,7 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None, *,
                         norm_first=norm_first, attention=attention, saved=saved)
     if saved is not None:
         saved.update(h=h, masks=masks, src_mask=src_mask, self_mask=self_mask)
-    return h @ E.T                                      # (..., n_tgt, vocab_size)
+    return rows_matmul(h, E.T)                          # H Eᵀ, (..., n_tgt, vocab_size)
 
 
 def count_parameters(params) -> int:
@@ -297,6 +297,7 @@ def loss_and_grads(
     src_tokens,
     tgt_in,
     tgt_out,
+    *,
     label_smoothing=0.0,
     ignore_index=None,
     src_mask=None,
