@@ -274,7 +274,8 @@ def train_translation(setting, cfg, bpe, params, batches):
     for step, (src, tgt) in enumerate(batches, 1):
         src_mask = padding_mask(np.sum(src != bpe.pad_id, axis=1), src.shape[1])
         loss, grads = mt.loss_and_grads(params, src, tgt[:, :-1], tgt[:, 1:],
-                                        s.label_smoothing, bpe.pad_id, src_mask=src_mask,
+                                        label_smoothing=s.label_smoothing,
+                                        ignore_index=bpe.pad_id, src_mask=src_mask,
                                         p_drop=s.p_drop, rng=drop_rng)
         params, state = adam_step(params, grads, state,
                                   learning_rate(step, s.d_model, s.warmup))

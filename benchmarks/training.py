@@ -94,8 +94,8 @@ def numpy_step(params, size):
         src, tgt = batch_of(rng, size)
         if s.get("pad"):
             loss, grads = mt.loss_and_grads(
-                params, src, tgt[:, :-1], tgt[:, 1:], SMOOTHING, PAD,
-                src_mask=(src != PAD)[:, None, :], p_drop=s["p_drop"], rng=drop_rng)
+                params, src, tgt[:, :-1], tgt[:, 1:], label_smoothing=SMOOTHING,
+                ignore_index=PAD, src_mask=(src != PAD)[:, None, :], p_drop=s["p_drop"], rng=drop_rng)
         else:
             loss, grads = mt.loss_and_grads(params, src, tgt[:, :-1], tgt[:, 1:])
         params, state = adam_step(params, grads, state, 1e-4)

@@ -56,7 +56,8 @@ def numpy_step(pkg, size):
         src, tgt = training.batch_of(rng, size)
         if s.get("pad"):
             loss, grads = pkg.loss_and_grads(
-                params, src, tgt[:, :-1], tgt[:, 1:], training.SMOOTHING, training.PAD,
+                params, src, tgt[:, :-1], tgt[:, 1:],
+                label_smoothing=training.SMOOTHING, ignore_index=training.PAD,
                 src_mask=(src != training.PAD)[:, None, :], p_drop=s["p_drop"],
                 rng=drop_rng)
         else:

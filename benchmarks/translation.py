@@ -68,7 +68,8 @@ class NumpyTrainer:
     def step(self, s, t, step):
         lr = learning_rate(step, SIZE["d_model"], WARMUP)
         loss, grads = mt.loss_and_grads(
-            self.params, s, t[:, :-1], t[:, 1:], SMOOTHING, self.bpe.pad_id,
+            self.params, s, t[:, :-1], t[:, 1:], label_smoothing=SMOOTHING,
+            ignore_index=self.bpe.pad_id,
             src_mask=mt.padding_mask(np.sum(s != self.bpe.pad_id, axis=1), s.shape[1]),
             p_drop=P_DROP, rng=self.rng)
         self.params, self.state = adam_step(self.params, grads, self.state, lr)

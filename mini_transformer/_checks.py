@@ -133,6 +133,22 @@ def normalisation(x, vectors: dict, grad_output=None) -> None:
              f"shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
 
 
+def dropout_masks(x, masks, count: int, name: str = "x") -> None:
+    """``masks``: None (no dropout) or ``count`` dropout masks, one per sub-layer, each
+    None or of x's shape (the sub-layer's output, of x's shape, is multiplied by it:
+    a mask of another shape would broadcast silently)."""
+    if masks is None:
+        return
+    if len(masks) != count:
+        raise ValueError(f"masks must hold {count} dropout masks, one per sub-layer, "
+                         f"got {len(masks)}")
+    for i, m in enumerate(masks):
+        if m is not None:
+            namespace(x, m, names=(name, f"dropout mask {i}"))
+            same(tuple(m.shape), tuple(x.shape), f"dropout mask {i} must have {name}'s "
+                 f"shape {tuple(x.shape)}, got {tuple(m.shape)}")
+
+
 def mask_broadcasts(mask, target: tuple, name: str, layout: str) -> None:
     """Refuse, in the caller's terms, a mask that does not broadcast to ``target``."""
     if mask is None:
@@ -156,12 +172,14 @@ def batch_axes(a, b, a_name: str, b_name: str) -> tuple:
     return batch
 
 
-def check_qkv(q, k, v, grad_output=None, **_):
-    """Refuse attention's q, k, v (and a gradient of its output) that do not fit
-    together."""
+def qkv_sizes(q, k, v, grad_output=None, rank: int = 2,
+              layout: str = "(..., n, d)") -> None:
+    """Refuse q, k, v of another library, device or dtype than each other, of a rank
+    below ``rank``, empty, or whose d_k or n_k differ (the checks every attention
+    shares; the batch and head axes are each attention's own)."""
     namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
     for name, a in (("q", q), ("k", k), ("v", v)):
-        rank_at_least(a, 2, name, "(..., n, d)")
+        rank_at_least(a, rank, name, layout)
     same(q.shape[-1], k.shape[-1], "q and k must share the feature size d_k: "
          f"q {tuple(q.shape)}, k {tuple(k.shape)}")
     same(k.shape[-2], v.shape[-2], "k and v must have the same length n_k: "
@@ -169,6 +187,12 @@ def check_qkv(q, k, v, grad_output=None, **_):
     non_empty(q.shape[-2], "q", q.shape)
     non_empty(k.shape[-2], "k", k.shape)
     non_empty(q.shape[-1], "the feature axis of q", q.shape)
+
+
+def check_qkv(q, k, v, grad_output=None, **_):
+    """Refuse attention's q, k, v (and a gradient of its output) that do not fit
+    together."""
+    qkv_sizes(q, k, v, grad_output)
     qk = broadcast_shape(tuple(q.shape[:-2]), tuple(k.shape[:-2]))
     if qk is None:
         raise ValueError(f"leading (batch/head) axes of q {tuple(q.shape)} and k "

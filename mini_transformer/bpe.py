@@ -109,6 +109,12 @@ class BPE:
         self.rank = {pair: i for i, pair in enumerate(self.merges)}
         self._cache = {}
 
+    def pieces(self, word: str) -> list:
+        """The pieces the pre-tokenizer (``split``) cuts ``word`` into, which no merge
+        crosses: "dreihundertzwei" -> ["drei", "hundert", "zwei"] with the German
+        split; [word] without one."""
+        return _pieces(word, self._split)
+
     # --- learning -----------------------------------------------------------------
 
     @classmethod

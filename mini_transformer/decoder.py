@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from array_api_compat import array_namespace
 
 from . import _checks
-from .dropout import dropout
 from .feedforward import check_feed_forward, feed_forward, feed_forward_backward
-from .layernorm import layer_norm, layer_norm_backward
 from .multihead import (check_multi_head, key_values, multi_head_attention,
                         multi_head_attention_backward)
-from .params import LayerNormParams
+from .residual import residual, residual_backward
 
 
 @dataclass
@@ -59,9 +58,10 @@ class KVCache:
 
 
 def check_decoder_layer(y, memory, params, self_mask=None, memory_mask=None,
-                        cache=None, grad_output=None, **_):
-    """Refuse, in the decoder's terms, inputs or masks of the wrong shape, and what
-    the layer's attentions or feed-forward network would refuse."""
+                        masks=None, cache=None, grad_output=None, **_):
+    """Refuse, in the decoder's terms, inputs or masks of the wrong shape (dropout
+    masks included), and what the layer's attentions or feed-forward network would
+    refuse."""
     p, n_cached = params, 0 if cache is None else cache.length
     if memory is None:
         if p.cross_attn is not None:
@@ -77,6 +77,7 @@ def check_decoder_layer(y, memory, params, self_mask=None, memory_mask=None,
         batch = _checks.batch_axes(y, memory, "y", "memory")
         n_src = memory.shape[-2]
     n_tgt = y.shape[-2]
+    _checks.dropout_masks(y, masks, 2 if memory is None else 3, "y")
     _checks.mask_broadcasts(self_mask, (*batch, n_tgt, n_cached + n_tgt), "self_mask",
                             "(batch, n_tgt, n_tgt)")
     if n_src is not None:
@@ -94,10 +95,14 @@ def check_decoder_layer(y, memory, params, self_mask=None, memory_mask=None,
                      f"y's shape {tuple(y.shape)}, got {tuple(grad_output.shape)}")
 
 
-def check_decoder(y, memory, layers, self_mask=None, memory_mask=None, caches=None,
-                   **_):
+def check_decoder(y, memory, layers, self_mask=None, memory_mask=None, masks=None,
+                  caches=None, **_):
+    if masks is not None and len(masks) != len(layers):
+        raise ValueError(f"masks must hold one set of dropout masks per layer "
+                         f"({len(layers)}), got {len(masks)}")
     for i, params in enumerate(layers):
         check_decoder_layer(y, memory, params, self_mask, memory_mask,
+                            None if masks is None else masks[i],
                             None if caches is None else caches[i])
 
 
@@ -123,46 +128,34 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     cache: a ``KVCache``: y holds only the newest position(s), whose queries meet
     the cached keys and values of the earlier positions and their own; a
     self_mask then broadcasts to (batch, n_tgt, t + n_tgt).
-    saved: a dict the forward fills with what ``decoder_layer_backward`` reads: the
-    sums and LayerNorm outputs between the sub-layers (post-LN: rᵢ and yᵢ, pre-LN:
-    nᵢ = LNᵢ(Y(i−1)) and yᵢ, i = 1, 2, 3) and what each sub-layer kept
-    (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``); None keeps nothing.
+    saved: a dict the forward fills for ``decoder_layer_backward``, one dict per
+    sub-layer (``saved["self"]``, ``saved["cross"]``, ``saved["ffn"]``) holding what
+    the sub-layer and its residual kept; None keeps nothing.
     """
     p = params
     m_self, m_cross, m_ffn = _sublayer_masks(masks, memory)
     s = {} if saved is None else saved
     s["self"], s["cross"], s["ffn"] = {}, {}, {}
-
-    norms = (p.norm1, p.norm2, p.norm3)
-
-    def norm(i, h):       # LayerNorm i, keeping x̂ and 1/σ in s["ln<i>"]
-        s[f"ln{i}"] = {}
-        return layer_norm(h, norms[i - 1].gamma, norms[i - 1].beta, p.eps, s[f"ln{i}"])
+    sublayer = functools.partial(residual, eps=p.eps, norm_first=norm_first)
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
-        return dropout(multi_head_attention(h, p.self_attn, self_mask,
-                                            attention=attention, kv=kv,
-                                            saved=s["self"])[0], m_self)
+        return multi_head_attention(h, p.self_attn, self_mask, attention=attention,
+                                    kv=kv, saved=s["self"])[0]
 
     def cross_attn(h):
         kv = None if cache is None else cache.memory_kv(memory, p.cross_attn)
-        return dropout(multi_head_attention(h, p.cross_attn, memory_mask, memory,
-                                            attention=attention, kv=kv,
-                                            saved=s["cross"])[0], m_cross)
+        return multi_head_attention(h, p.cross_attn, memory_mask, memory,
+                                    attention=attention, kv=kv, saved=s["cross"])[0]
 
     def ffn(h):
-        return dropout(feed_forward(h, p.ffn, s["ffn"]), m_ffn)
+        return feed_forward(h, p.ffn, s["ffn"])
 
-    subs = [self_attn, ffn] if memory is None else [self_attn, cross_attn, ffn]
-    for i, sub in enumerate(subs, start=1):
-        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
-            s[f"n{i}"] = norm(i, y)
-            y = s[f"y{i}"] = y + sub(s[f"n{i}"])
-        else:            # Yi = LNᵢ(Rᵢ),  Rᵢ = Y(i−1) + Sub(Y(i−1))
-            s[f"r{i}"] = y + sub(y)
-            y = s[f"y{i}"] = norm(i, s[f"r{i}"])
-    return y
+    y = sublayer(y, self_attn, p.norm1, m_self, saved=s["self"])         # Y1
+    if memory is None:      # a decoder-only block: no cross-attention
+        return sublayer(y, ffn, p.norm2, m_ffn, saved=s["ffn"])
+    y = sublayer(y, cross_attn, p.norm2, m_cross, saved=s["cross"])      # Y2
+    return sublayer(y, ffn, p.norm3, m_ffn, saved=s["ffn"])              # Y3
 
 
 @_checks.at_door(check_decoder)
@@ -194,7 +187,7 @@ def _sublayer_masks(masks, memory):
     """(self, cross, ffn) dropout masks; a decoder-only layer takes (self, ffn)."""
     if masks is None:
         return None, None, None
-    if memory is None and len(masks) == 2:
+    if memory is None:
         return masks[0], None, masks[1]
     return tuple(masks)
 
@@ -231,40 +224,34 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
         decoder_layer(y, memory, p, self_mask, memory_mask, masks,
                       norm_first=norm_first, saved=saved)
     s = saved
-    norms = (p.norm1, p.norm2, p.norm3)
+    sublayer_backward = functools.partial(residual_backward, eps=p.eps,
+                                          norm_first=norm_first)
 
-    def norm_backward(i, h, g):  # LayerNorm i at its input h: (g_h, g_γ, g_β)
-        return layer_norm_backward(h, norms[i - 1].gamma, g, p.eps, s[f"ln{i}"])
-
-    # Each sub-layer's backward, named as its field of p, at its input h:
-    # (g_h, g_memory or None, g_params).
+    # Each sub-layer's backward at its input h: (g_h, its gradients).
     def self_attn(h, g):
-        g_h, _, g_p = multi_head_attention_backward(h, p.self_attn, dropout(g, m_self),
-                                                    self_mask, saved=s["self"])
-        return g_h, None, g_p
+        g_h, _, g_p = multi_head_attention_backward(h, p.self_attn, g, self_mask,
+                                                    saved=s["self"])
+        return g_h, g_p
 
-    def cross_attn(h, g):
-        return multi_head_attention_backward(h, p.cross_attn, dropout(g, m_cross),
-                                             memory_mask, memory, saved=s["cross"])
+    def cross_attn(h, g):           # its gradients: (g_memory, g_params)
+        g_h, g_memory, g_p = multi_head_attention_backward(
+            h, p.cross_attn, g, memory_mask, memory, saved=s["cross"])
+        return g_h, (g_memory, g_p)
 
     def ffn(h, g):
-        g_h, g_p = feed_forward_backward(h, p.ffn, dropout(g, m_ffn), s["ffn"])
-        return g_h, None, g_p
+        return feed_forward_backward(h, p.ffn, g, s["ffn"])
 
-    subs = [self_attn, ffn] if memory is None else [self_attn, cross_attn, ffn]
-    grads, g_memory, g = {}, None, grad_output   # grads: {field of p: its gradient}
-    for i, sub in reversed(list(enumerate(subs, start=1))):
-        h = y if i == 1 else s[f"y{i - 1}"]                 # the sub-layer's input
-        if norm_first:   # Yi = Y(i−1) + Sub(LNᵢ(Y(i−1)))
-            g_n, g_m, grads[sub.__name__] = sub(s[f"n{i}"], g)
-            g_ln, *g_norm = norm_backward(i, h, g_n)
-            g = g + g_ln
-        else:            # Yi = LNᵢ(Y(i−1) + Sub(Y(i−1)))
-            g_r, *g_norm = norm_backward(i, s[f"r{i}"], g)
-            g_h, g_m, grads[sub.__name__] = sub(h, g_r)
-            g = g_r + g_h
-        grads[f"norm{i}"] = LayerNormParams(*g_norm)
-        g_memory = g_m if g_m is not None else g_memory
+    grads, g_memory = {}, None          # grads: {field of p: its gradient}
+    if memory is None:
+        g, grads["norm2"], grads["ffn"] = sublayer_backward(
+            ffn, p.norm2, grad_output, m_ffn, saved=s["ffn"])
+    else:
+        g, grads["norm3"], grads["ffn"] = sublayer_backward(
+            ffn, p.norm3, grad_output, m_ffn, saved=s["ffn"])
+        g, grads["norm2"], (g_memory, grads["cross_attn"]) = sublayer_backward(
+            cross_attn, p.norm2, g, m_cross, saved=s["cross"])
+    g, grads["norm1"], grads["self_attn"] = sublayer_backward(
+        self_attn, p.norm1, g, m_self, saved=s["self"])
     return g, g_memory, dataclasses.replace(p, **grads)
 
 

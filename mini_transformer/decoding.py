@@ -32,7 +32,8 @@ def length_penalty(length, alpha: float):
     return ((5 + length) / 6) ** alpha
 
 
-def encode_source(src_tokens, params, src_mask=None, norm_first=None, attention=None):
+def encode_source(src_tokens, params, src_mask=None, *, norm_first=None,
+                  attention=None):
     """The memory the decoder attends to, computed once: Encoder(Embed(src_tokens)).
 
     src_tokens: (..., n_src)   src_mask: a key mask broadcast to (batch, 1, n_src).
@@ -43,7 +44,7 @@ def encode_source(src_tokens, params, src_mask=None, norm_first=None, attention=
                   attention=attention)                    # (..., n_src, d_model)
 
 
-def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
+def decode_step(tokens, memory, params, caches, src_mask=None, *, norm_first=None,
                 attention=None):
     """The logits of the next token after ``tokens`` (..., t + 1): the decoder runs
     on the newest position t only, every layer's ``KVCache`` holding the keys and
@@ -60,7 +61,7 @@ def decode_step(tokens, memory, params, caches, src_mask=None, norm_first=None,
 
 
 @_checks.at_door(check_model_inputs)
-def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
+def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, *,
                   norm_first=None, attention=None, return_logits=False):
     """Greedy decoding: start from ``bos``, append the most likely next token, stop
     when every row has produced ``eos`` or has ``max_len`` tokens.
@@ -72,7 +73,8 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
     return_logits: also return every step's logits, (..., n - 1, vocab_size).
     """
     E = tied_embedding(params)
-    memory = encode_source(src_tokens, params, src_mask, norm_first, attention)
+    memory = encode_source(src_tokens, params, src_mask, norm_first=norm_first,
+                           attention=attention)
     max_len = _max_len(max_len, memory)
     _check_decoding(max_len, bos, eos, E.shape[0])
     xp, batch = array_namespace(E), memory.shape[:-2]
@@ -81,8 +83,9 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
     done = xp.zeros(batch, dtype=xp.bool, device=device(E))
     logits = []
     for _ in range(max_len - 1):
-        logits.append(decode_step(tokens, memory, params, caches, src_mask, norm_first,
-                                  attention))                   # (..., vocab_size)
+        logits.append(decode_step(tokens, memory, params, caches, src_mask,
+                                  norm_first=norm_first,
+                                  attention=attention))         # (..., vocab_size)
         new = xp.where(done, eos, xp.argmax(logits[-1], axis=-1))  # (...,)
         tokens = xp.concat([tokens, new[..., None]], axis=-1)
         done = done | (new == eos)
@@ -95,7 +98,7 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None,
 
 
 @_checks.at_door(check_model_inputs)
-def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=4,
+def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, *, beam_size=4,
                 alpha=0.6, norm_first=None, attention=None):
     """The hypothesis Y of highest score log P(Y | X) / lp(Y) that a beam of
     ``beam_size`` (K) finds, for each source. Each step has three phases:
@@ -114,7 +117,8 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
     E, K = tied_embedding(params), beam_size
     xp, dev = array_namespace(E), device(E)
     src, one = _as_batch(src_tokens)                            # (B, n_src)
-    memory = encode_source(src, params, src_mask, norm_first, attention)  # (B, n, d)
+    memory = encode_source(src, params, src_mask, norm_first=norm_first,
+                           attention=attention)                 # (B, n_src, d_model)
     B, V, max_len = memory.shape[0], E.shape[0], _max_len(max_len, memory)
     _check_decoding(max_len, bos, eos, V)
     _check_beam(beam_size, alpha)
@@ -125,8 +129,8 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, beam_size=
     finished = Finished.empty(B, max_len, eos, E)
     first_row = xp.reshape(xp.arange(B, device=dev) * K, (B, 1))
     for n in range(1, max_len):                                 # n = |Y| after step
-        logits = decode_step(tokens, memory, params, caches, src_mask, norm_first,
-                             attention)                         # (B K, V)
+        logits = decode_step(tokens, memory, params, caches, src_mask,
+                             norm_first=norm_first, attention=attention)  # (B K, V)
         row, token, cand = _expand(logp, logits, first_row, K)  # (B, 2K) each
         is_eos = (token == eos) & (xp.arange(2 * K, device=dev) < K)
         finished = finished.add(xp.where(is_eos, cand / length_penalty(n, alpha),
@@ -205,7 +209,7 @@ def _expand(logp, logits, first_row, K):
     xp, V = array_namespace(logits), logits.shape[-1]
     B = first_row.shape[0]
     cand = xp.reshape(logp[:, None] + log_softmax(logits), (B, K * V))  # (B, K V)
-    order = _top(cand, 2 * K)                                   # (B, 2K)
+    order = top_indices(cand, 2 * K)                            # (B, 2K)
     return (first_row + order // V, order % V,
             xp.take_along_axis(cand, order, axis=-1))
 
@@ -219,7 +223,7 @@ def _advance(row, token, cand, eos, K):
                  for a in (row, token, cand))
 
 
-def _top(a, k):
+def top_indices(a, k):
     """The indices of the k largest entries of each row of ``a`` (B, C), largest
     first, ties in index order: ``argsort(a, descending=True, stable=True)[:, :k]``
     without sorting whole rows. NumPy: ``argpartition`` finds the k largest (at a

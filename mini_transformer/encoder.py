@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from . import _checks
-from .dropout import dropout
 from .feedforward import check_feed_forward, feed_forward, feed_forward_backward
-from .layernorm import layer_norm, layer_norm_backward
 from .multihead import (check_multi_head, multi_head_attention,
                         multi_head_attention_backward)
-from .params import LayerNormParams
+from .residual import residual, residual_backward
 
 
-def check_encoder_layer(x, params, mask=None, grad_output=None, **_):
-    """Refuse what the layer's attention or feed-forward network would refuse, and a
-    gradient of another shape than x."""
+def check_encoder_layer(x, params, mask=None, masks=None, grad_output=None, **_):
+    """Refuse what the layer's attention or feed-forward network would refuse,
+    dropout masks of another shape than x, and a gradient of another shape than x."""
     check_multi_head(x, params.attn, mask)
+    _checks.dropout_masks(x, masks, 2)
     check_feed_forward(x, params.ffn)
     for norm in (params.norm1, params.norm2):
         _checks.normalisation(x, {"gamma": norm.gamma, "beta": norm.beta})
@@ -26,15 +26,19 @@ def check_encoder_layer(x, params, mask=None, grad_output=None, **_):
                      f"x's shape {tuple(x.shape)}, got {tuple(grad_output.shape)}")
 
 
-def check_encoder(x, layers, mask=None, **_):
-    for params in layers:
-        check_encoder_layer(x, params, mask)
+def check_encoder(x, layers, mask=None, masks=None, **_):
+    if masks is not None and len(masks) != len(layers):
+        raise ValueError(f"masks must hold one pair of dropout masks per layer "
+                         f"({len(layers)}), got {len(masks)}")
+    for i, params in enumerate(layers):
+        check_encoder_layer(x, params, mask, None if masks is None else masks[i])
 
 
 @_checks.at_door(check_encoder_layer)
 def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attention=None,
                   saved=None):
-    """One encoder layer.
+    """One encoder layer: a self-attention sub-layer, then a feed-forward sub-layer,
+    each inside a residual connection with its LayerNorm (``residual``).
 
     Post-LN, as in the paper (norm_first=False):
         X' = LayerNorm(X + MultiHead(X)),  X'' = LayerNorm(X' + FFN(X'))
@@ -43,37 +47,25 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     x: (..., n, d_model); mask as in ``multi_head_attention``.
     masks: None, or two dropout masks (..., n, d_model) (``dropout.dropout_mask``),
     one per sub-layer, applied to its output before the residual add (§5.4).
-    saved: a dict the forward fills with what ``encoder_layer_backward`` reads: the
-    sums and LayerNorm outputs between the sub-layers (post-LN: a = X + MultiHead(X),
-    X' = LN₁(a), b = X' + FFN(X'); pre-LN: n₁ = LN₁(X), X' = X + MultiHead(n₁),
-    n₂ = LN₂(X')) and what the attention and the feed-forward network kept
-    (``saved["attn"]``, ``saved["ffn"]``); None keeps nothing.
+    saved: a dict the forward fills for ``encoder_layer_backward``, one dict per
+    sub-layer (``saved["self"]``, ``saved["ffn"]``) holding what the sub-layer and
+    its residual kept; None keeps nothing.
     """
     p = params
-    m_attn, m_ffn = (None, None) if masks is None else masks
+    m_self, m_ffn = (None, None) if masks is None else masks
     s = {} if saved is None else saved
-    s["attn"], s["ffn"] = {}, {}
+    s["self"], s["ffn"] = {}, {}
+    sublayer = functools.partial(residual, eps=p.eps, norm_first=norm_first)
 
-    def norm(i, h):       # LayerNorm i (1, 2), keeping x̂ and 1/σ in s["ln<i>"]
-        ln, s[f"ln{i}"] = (p.norm1, p.norm2)[i - 1], {}
-        return layer_norm(h, ln.gamma, ln.beta, p.eps, s[f"ln{i}"])
-
-    def attend(h):
-        return dropout(multi_head_attention(h, p.attn, mask, attention=attention,
-                                            saved=s["attn"])[0], m_attn)
+    def self_attn(h):
+        return multi_head_attention(h, p.attn, mask, attention=attention,
+                                    saved=s["self"])[0]
 
     def ffn(h):
-        return dropout(feed_forward(h, p.ffn, s["ffn"]), m_ffn)
+        return feed_forward(h, p.ffn, s["ffn"])
 
-    if norm_first:
-        s["n1"] = norm(1, x)
-        s["x1"] = x + attend(s["n1"])
-        s["n2"] = norm(2, s["x1"])
-        return s["x1"] + ffn(s["n2"])
-    s["a"] = x + attend(x)
-    s["x1"] = norm(1, s["a"])
-    s["b"] = s["x1"] + ffn(s["x1"])
-    return norm(2, s["b"])
+    x = sublayer(x, self_attn, p.norm1, m_self, saved=s["self"])    # X'
+    return sublayer(x, ffn, p.norm2, m_ffn, saved=s["ffn"])         # X''
 
 
 @_checks.at_door(check_encoder)
@@ -100,8 +92,8 @@ def encoder(x, layers, mask=None, masks=None, *, norm_first=False, attention=Non
 @_checks.at_door(check_encoder_layer)
 def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
                            norm_first=False, saved=None):
-    """The gradients of ``encoder_layer``: its lines in reverse order, each sub-layer's
-    backward called on the input it saw in the forward.
+    """The gradients of ``encoder_layer``: its sub-layers in reverse order, each
+    residual's backward (``residual_backward``) at the input it saw in the forward.
 
     A residual X + F(X) passes its gradient twice, to X directly and through F:
     ∂L/∂X = g + ∂L/∂X via F. Post-LN (the paper's), forward and backward:
@@ -120,37 +112,28 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
     Returns (grad_x, grad_params), grad_params an ``EncoderLayerParams``.
     """
     p = params
-    m_attn, m_ffn = (None, None) if masks is None else masks
+    m_self, m_ffn = (None, None) if masks is None else masks
     if not saved:
         saved = {}
         encoder_layer(x, p, mask, masks, norm_first=norm_first, saved=saved)
     s = saved
+    sublayer_backward = functools.partial(residual_backward, eps=p.eps,
+                                          norm_first=norm_first)
 
-    def norm_backward(i, h, g):
-        ln = (p.norm1, p.norm2)[i - 1]
-        return layer_norm_backward(h, ln.gamma, g, p.eps, s[f"ln{i}"])
+    def self_attn(h, g):        # each sub-layer's backward at its input h
+        g_h, _, g_p = multi_head_attention_backward(h, p.attn, g, mask,
+                                                    saved=s["self"])
+        return g_h, g_p
 
-    if norm_first:  # X' = X + MultiHead(LN₁(X)),  X'' = X' + FFN(LN₂(X'))
-        g_n2, g_ffn = feed_forward_backward(s["n2"], p.ffn,
-                                            dropout(grad_output, m_ffn), s["ffn"])
-        g_ln2, *g_norm2 = norm_backward(2, s["x1"], g_n2)
-        g_x1 = grad_output + g_ln2
-        g_n1, _, g_attn = multi_head_attention_backward(
-            s["n1"], p.attn, dropout(g_x1, m_attn), mask, saved=s["attn"])
-        g_ln1, *g_norm1 = norm_backward(1, x, g_n1)
-        g_x = g_x1 + g_ln1
-    else:
-        g_b, *g_norm2 = norm_backward(2, s["b"], grad_output)
-        g_ffn_x1, g_ffn = feed_forward_backward(s["x1"], p.ffn, dropout(g_b, m_ffn),
-                                                s["ffn"])
-        g_a, *g_norm1 = norm_backward(1, s["a"], g_b + g_ffn_x1)
-        g_attn_x, _, g_attn = multi_head_attention_backward(
-            x, p.attn, dropout(g_a, m_attn), mask, saved=s["attn"])
-        g_x = g_a + g_attn_x
-    grads = dataclasses.replace(p, attn=g_attn, ffn=g_ffn,
-                                norm1=LayerNormParams(*g_norm1),
-                                norm2=LayerNormParams(*g_norm2))
-    return g_x, grads
+    def ffn(h, g):
+        return feed_forward_backward(h, p.ffn, g, s["ffn"])
+
+    g, g_norm2, g_ffn = sublayer_backward(ffn, p.norm2, grad_output, m_ffn,
+                                          saved=s["ffn"])
+    g, g_norm1, g_attn = sublayer_backward(self_attn, p.norm1, g, m_self,
+                                           saved=s["self"])
+    return g, dataclasses.replace(p, attn=g_attn, ffn=g_ffn, norm1=g_norm1,
+                                  norm2=g_norm2)
 
 
 def _check_backward(layers, grad_output, saved, **_):

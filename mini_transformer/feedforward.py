@@ -48,14 +48,15 @@ def feed_forward_backward(x, params, grad_output, saved=None):
 
     (ReLU's derivative at exactly 0 is taken as 0, as torch does.) The weight
     gradients sum over every position of every sequence: one W for all of them.
-    saved: the forward's R (``feed_forward(x, params, saved)``), else recomputed.
+    saved: the forward's R (``feed_forward(x, params, saved)``), or the forward is
+    run again to find it.
     Returns (grad_x, grad_params), grad_params a ``FeedForwardParams``.
     """
     p, xp = params, array_namespace(x)
-    if saved:
-        hidden = saved["hidden"]                              # R, (..., n, d_ff)
-    else:
-        hidden = xp.maximum(rows_matmul(x, p.W_1) + p.b_1, 0.0)
+    if not saved:
+        saved = {}
+        feed_forward(x, p, saved)
+    hidden = saved["hidden"]                                  # R, (..., n, d_ff)
     # U > 0 exactly where R > 0
     grad_a = rows_matmul(grad_output, p.W_2.T) * xp.astype(hidden > 0, hidden.dtype)
     grads = dataclasses.replace(

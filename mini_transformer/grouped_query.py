@@ -11,18 +11,7 @@ from .attention import (as_mask, scaled_dot_product_attention,
 
 def _check(q, k, v, grad_output=None, **_):
     """Refuse q, k, v (and a gradient of the output) that do not fit together."""
-    _checks.namespace(q, k, v, grad_output, names=("q", "k", "v", "grad_output"))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        _checks.rank_at_least(a, 3, name, "(..., heads, n, d)")
-    _checks.same(q.shape[-1], k.shape[-1],
-                 f"q and k must share the feature size d_k: q {tuple(q.shape)}, "
-                 f"k {tuple(k.shape)}")
-    _checks.same(k.shape[-2], v.shape[-2],
-                 f"k and v must have the same length n_k: k {tuple(k.shape)}, "
-                 f"v {tuple(v.shape)}")
-    for name, a in (("q", q), ("k", k)):
-        _checks.non_empty(a.shape[-2], name, a.shape)
-    _checks.non_empty(q.shape[-1], "the feature axis of q", q.shape)
+    _checks.qkv_sizes(q, k, v, grad_output, 3, "(..., heads, n, d)")
     h, h_kv = q.shape[-3], k.shape[-3]
     _checks.same(v.shape[-3], h_kv,
                  f"k and v must have the same number of heads h_kv: "
@@ -61,13 +50,11 @@ def grouped_query_attention(q, k, v, mask=None):
     mask: as ``scaled_dot_product_attention``, broadcast to (..., h, n_q, n_k).
     Returns (output (..., h, n_q, d_v), weights (..., h, n_q, n_k)).
     """
-    xp, batch = array_namespace(q), _batch(q, k, v)
-    h, h_kv = q.shape[-3], k.shape[-3]
-    q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
+    h_kv = k.shape[-3]
     k_g, v_g = k[..., None, :, :], v[..., None, :, :]       # (..., h_kv, 1, n_k, ·)
-    mask_g = _grouped_mask(mask, q, k, batch, xp)
-    out, weights = scaled_dot_product_attention(q_g, k_g, v_g, mask_g)
-    return _heads(out, h), _heads(weights, h)               # (..., h, n_q, ·)
+    out, weights = scaled_dot_product_attention(_groups(q, h_kv), k_g, v_g,
+                                                _grouped_mask(mask, q, k, v))
+    return _heads(out), _heads(weights)                     # (..., h, n_q, ·)
 
 
 @_checks.at_door(_check)
@@ -78,30 +65,34 @@ def grouped_query_attention_backward(q, k, v, grad_output, mask=None):
 
     Returns (grad_q, grad_k, grad_v), shaped like q, k, v.
     """
-    xp, batch = array_namespace(q), _batch(q, k, v)
-    h, h_kv = q.shape[-3], k.shape[-3]
-    q_g = xp.reshape(q, (*q.shape[:-3], h_kv, h // h_kv, *q.shape[-2:]))
+    xp, h_kv = array_namespace(q), k.shape[-3]
     k_g, v_g = k[..., None, :, :], v[..., None, :, :]
-    g_g = xp.reshape(grad_output, (*batch, h_kv, h // h_kv, *grad_output.shape[-2:]))
     grads = scaled_dot_product_attention_backward(
-        q_g, k_g, v_g, g_g, _grouped_mask(mask, q, k, batch, xp))
+        _groups(q, h_kv), k_g, v_g, _groups(grad_output, h_kv),
+        _grouped_mask(mask, q, k, v))
     return tuple(xp.reshape(g, a.shape) for g, a in zip(grads, (q, k, v)))
 
 
-def _heads(a, h):
+def _groups(a, h_kv):
+    """(..., h, n, ·) as (..., h_kv, h / h_kv, n, ·): consecutive heads in groups."""
+    xp = array_namespace(a)
+    return xp.reshape(a, (*a.shape[:-3], h_kv, a.shape[-3] // h_kv, *a.shape[-2:]))
+
+
+def _heads(a):
     """(..., h_kv, h / h_kv, n_q, ·) back to (..., h, n_q, ·)."""
     xp = array_namespace(a)
-    return xp.reshape(a, (*a.shape[:-4], h, *a.shape[-2:]))
+    return xp.reshape(a, (*a.shape[:-4], a.shape[-4] * a.shape[-3], *a.shape[-2:]))
 
 
-def _grouped_mask(mask, q, k, batch, xp):
+def _grouped_mask(mask, q, k, v):
     """The mask of the scores (..., h, n_q, n_k) as (..., h_kv, h / h_kv, n_q, n_k)."""
     if mask is None:
         return None
-    h, h_kv = q.shape[-3], k.shape[-3]
-    m = as_mask(mask, q, (*batch, h, q.shape[-2], k.shape[-2]), xp)
+    xp, h, h_kv = array_namespace(q), q.shape[-3], k.shape[-3]
+    m = as_mask(mask, q, (*_batch(q, k, v), h, q.shape[-2], k.shape[-2]), xp)
     if m.ndim >= 3 and m.shape[-3] == h and h > 1:
-        return xp.reshape(m, (*m.shape[:-3], h_kv, h // h_kv, *m.shape[-2:]))
+        return _groups(m, h_kv)
     if m.ndim >= 3:
         return m[..., None, :, :]                           # one mask for every head
     return m

@@ -6,45 +6,77 @@ from __future__ import annotations
 from array_api_compat import array_namespace, device
 
 from . import _checks
-from .softmax import log_softmax, softmax
+from .softmax import log_softmax
 
 
+def _check(logits, targets, label_smoothing=0.0, ignore_index=None, **_):
+    """Refuse logits that are not a floating array with a vocabulary axis, targets that
+    are not integer ids in the vocabulary of logits' shape without its last axis, a
+    smoothing outside [0, 1], and targets that are all ignored."""
+    xp = _checks.namespace(logits, names=("logits",))
+    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
+    vocab = _checks.axis_length(logits, -1, "logits")
+    if not hasattr(targets, "shape"):
+        raise ValueError(
+            f"targets must be an array of token ids, got {type(targets).__name__}"
+        )
+    targets = _ids(targets, logits)
+    if not xp.isdtype(targets.dtype, "integral"):
+        raise ValueError(
+            f"targets must be integer token ids, got dtype {targets.dtype}"
+        )
+    _checks.same(tuple(targets.shape), tuple(logits.shape[:-1]),
+                 f"targets must have the shape of logits without its last axis, "
+                 f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
+    counted = targets == targets if ignore_index is None else targets != ignore_index
+    ids = targets[counted]
+    if ids.shape[0] == 0:
+        raise ValueError(
+            "every target equals ignore_index: the mean is over no position "
+            "(torch.nn.functional.cross_entropy returns nan)"
+        )
+    if int(xp.min(ids)) < 0 or int(xp.max(ids)) >= vocab:
+        raise ValueError(
+            f"targets must lie in [0, vocab_size={vocab}) (or equal "
+            f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
+            f"to {int(xp.max(ids))}"
+        )
+
+
+@_checks.at_door(_check)
 def cross_entropy(logits, targets, label_smoothing: float = 0.0, ignore_index=None):
     """The mean over the counted positions of −Σ_ν ỹ_ν log p_ν, p = softmax(logits),
-    ν a token of the vocabulary and ỹ = (1 − ε) one_hot(target) + ε / n_vocab (``q``
-    below): the smoothed target of
+    ν a token of the vocabulary and ỹ = (1 − ε) one_hot(target) + ε / n_vocab
+    (``smoothed_targets``): the smoothed target of
     ``torch.nn.functional.cross_entropy(..., label_smoothing=ε)``.
 
     logits: (..., n_vocab)   targets: (...) integer ids in [0, n_vocab)
     ignore_index: positions whose target equals it are not counted (padding).
     With ε = 0 this is −mean log p_target, the negative log-likelihood.
     """
-    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
-    log_p = log_softmax(logits, axis=-1)                               # (..., n_vocab)
-    q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
-    per_position = -xp.sum(q * log_p, axis=-1)                         # (...)
-    return xp.sum(xp.where(counted, per_position, 0.0)) / n
+    return cross_entropy_with_grad(logits, targets, label_smoothing, ignore_index,
+                                   grad=False)[0]
 
 
+@_checks.at_door(_check)
 def cross_entropy_backward(
     logits, targets, label_smoothing: float = 0.0, ignore_index=None
 ):
     """∂ cross_entropy / ∂ logits = (softmax(logits) − ỹ) / n at each counted position,
-    0 at an ignored one; ỹ (``q`` below) is the smoothed target and n the number
-    counted.
+    0 at an ignored one; ỹ is the smoothed target and n the number counted.
 
     (With o the logits and ν, ν′ tokens of the vocabulary: since Σ_ν ỹ_ν = 1, the
     derivative of −Σ_ν ỹ_ν (o_ν − log Σ_ν′ e^{o_ν′}) by o_ν is −ỹ_ν + p_ν.) Returns
     an array shaped like logits.
     """
-    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
-    q = smoothed_targets(targets, logits.shape[-1], label_smoothing, logits)
-    grad = (softmax(logits, axis=-1) - q) / n
-    return xp.where(counted[..., None], grad, 0.0)
+    return cross_entropy_with_grad(logits, targets, label_smoothing, ignore_index)[1]
 
 
+@_checks.at_door(_check)
 def cross_entropy_with_grad(logits, targets, label_smoothing: float = 0.0,
-                            ignore_index=None):
+                            ignore_index=None, *, grad=True):
     """(``cross_entropy(...)``, ``cross_entropy_backward(...)``) from one log-softmax,
     without the dense smoothed targets: what a training step calls.
 
@@ -53,25 +85,26 @@ def cross_entropy_with_grad(logits, targets, label_smoothing: float = 0.0,
     log p_t (gathered) and each row's mean; the gradient (p − ỹ) / n is p / n less
     ε / (V n) everywhere and (1 − ε) / n at the target, the p computed once from
     the same log p. Returns (loss, grad_logits); grad_logits is 0 at an ignored
-    position.
+    position (None with grad=False).
     """
-    xp, counted, n = _check(logits, targets, label_smoothing, ignore_index)
-    eps, vocab = label_smoothing, logits.shape[-1]
-    log_p = log_softmax(logits, axis=-1)                               # (..., V)
-    rows = xp.reshape(log_p, (-1, vocab))                              # (N, V)
-    targets = xp.asarray(targets, device=device(logits))
+    xp, eps, vocab = array_namespace(logits), label_smoothing, logits.shape[-1]
+    targets = _ids(targets, logits)
+    counted = targets == targets if ignore_index is None else targets != ignore_index
+    log_p = xp.reshape(log_softmax(logits, axis=-1), (-1, vocab))      # (N, V)
     target = xp.reshape(xp.where(counted, targets, 0), (-1,))          # (N,)
-    index = xp.arange(rows.shape[0], device=device(logits))
-    log_p_target = rows[index, target]                                 # (N,)
-    per_position = -(1 - eps) * log_p_target
+    index = xp.arange(log_p.shape[0], device=device(logits))
+    w = xp.reshape(xp.astype(counted, logits.dtype), (-1,))
+    w = w / xp.sum(w)                                                  # 1/n or 0
+    per_position = -(1 - eps) * log_p[index, target]
     if eps:
-        per_position = per_position - eps * xp.mean(rows, axis=-1)
-    w = xp.reshape(xp.astype(counted, logits.dtype), (-1,)) / n        # 1/n or 0
-    loss = xp.sum(per_position * w)
-    p = xp.exp(rows)                                                   # softmax
-    grad = (p - eps / vocab if eps else p) * w[:, None]
-    grad[index, target] -= (1 - eps) * w
-    return loss, xp.reshape(grad, logits.shape)
+        per_position = per_position - eps * xp.mean(log_p, axis=-1)
+    loss = xp.sum(xp.where(w > 0, per_position, 0.0) * w)
+    if not grad:
+        return loss, None
+    p = xp.exp(log_p)                                                  # softmax
+    g = (p - eps / vocab if eps else p) * w[:, None]
+    g[index, target] -= (1 - eps) * w
+    return loss, xp.reshape(g, logits.shape)
 
 
 def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
@@ -84,40 +117,9 @@ def smoothed_targets(targets, vocab_size: int, label_smoothing, like):
     return (1 - label_smoothing) * one_hot + label_smoothing / vocab_size
 
 
-def _check(logits, targets, label_smoothing, ignore_index):
-    """The namespace, the mask of counted positions and their number, after checks."""
-    xp = _checks.namespace(logits, names=("logits",))
-    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
-    vocab = _checks.axis_length(logits, -1, "logits")
-    if not hasattr(targets, "shape"):
-        raise ValueError(
-            f"targets must be an array of token ids, got {type(targets).__name__}"
-        )
+def _ids(targets, logits):
+    """The target ids in the library and on the device of ``logits``."""
+    xp = array_namespace(logits)
     if array_namespace(targets) is not xp or device(targets) != device(logits):
-        targets = xp.asarray(targets, device=device(logits))
-    if not xp.isdtype(targets.dtype, "integral"):
-        raise ValueError(
-            f"targets must be integer token ids, got dtype {targets.dtype}"
-        )
-    _checks.same(tuple(targets.shape), tuple(logits.shape[:-1]),
-                 f"targets must have the shape of logits without its last axis, "
-                 f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
-    counted = (
-        targets != ignore_index if ignore_index is not None else targets == targets
-    )
-    ids = targets[counted]
-    if ids.shape[0] and (int(xp.min(ids)) < 0 or int(xp.max(ids)) >= vocab):
-        raise ValueError(
-            f"targets must lie in [0, vocab_size={vocab}) (or equal "
-            f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
-            f"to {int(xp.max(ids))}"
-        )
-    n = int(xp.sum(xp.astype(counted, xp.int64)))
-    if n == 0:
-        raise ValueError(
-            "every target equals ignore_index: the mean is over no position "
-            "(torch.nn.functional.cross_entropy returns nan)"
-        )
-    return xp, counted, n
+        return xp.asarray(targets, device=device(logits))
+    return targets

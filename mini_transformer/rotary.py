@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
-from array_api_compat import device, is_array_api_obj, is_torch_array
+from array_api_compat import array_namespace, device, is_array_api_obj, is_torch_array
 
 from . import _checks
 
 
+def _check_forward(x, positions, base=10000.0, **_):
+    _check(x, positions, base, "x")
+
+
+def _check_backward(grad_output, positions, base=10000.0, **_):
+    _check(grad_output, positions, base, "grad_output")
+
+
+@_checks.at_door(_check_forward)
 def rotary_embedding(x, positions, base: float = 10000.0):
     """RoPE(x)_pos: each feature pair (x_2i, x_2i+1) of row pos turned by pos · ω_i.
 
@@ -20,11 +29,10 @@ def rotary_embedding(x, positions, base: float = 10000.0):
     positions: (n,) or broadcast to x.shape[:-1], integer or real; NumPy or
     a list welcome with torch x. The angles are computed in float64.
     """
-    xp = _checks.namespace(x, names=("x",))
-    pos = _check(x, positions, base)
-    return _rotate(x, pos, base, xp)
+    return _rotate(x, _positions(positions, x), base, array_namespace(x))
 
 
+@_checks.at_door(_check_backward)
 def rotary_embedding_backward(grad_output, positions, base: float = 10000.0):
     """The gradient of RoPE: each pair is turned back by the opposite angle.
 
@@ -32,9 +40,8 @@ def rotary_embedding_backward(grad_output, positions, base: float = 10000.0):
     R(θ)ᵀ = R(−θ), so ∂L/∂x = ∂L/∂y turned by −pos ω_i: the forward itself, with
     −positions.
     """
-    xp = _checks.namespace(grad_output, names=("grad_output",))
-    pos = _check(grad_output, positions, base)
-    return _rotate(grad_output, -pos, base, xp)
+    return _rotate(grad_output, -_positions(positions, grad_output), base,
+                   array_namespace(grad_output))
 
 
 def rotary_angles(positions, d: int, base: float = 10000.0):
@@ -58,9 +65,25 @@ def _rotate(x, pos, base, xp):
     return xp.reshape(turned, x.shape)                         # (..., n, d)
 
 
-def _check(x, positions, base):
-    """positions as float64 in x's library and device, checked against x."""
-    _checks.rank_at_least(x, 2, "x", "(..., n, d)")
+def _positions(positions, x):
+    """positions as float64 in x's library and on its device."""
+    if is_torch_array(positions):
+        import torch
+
+        return positions.to(torch.float64)
+    arr = np.asarray(positions, dtype=np.float64)
+    if is_torch_array(x):
+        import torch
+
+        return torch.as_tensor(arr, device=x.device)
+    return arr
+
+
+def _check(x, positions, base, name):
+    """Refuse an x without an even feature axis, a base <= 0, and positions that are
+    not integer or real, not on x's device or not one per row of x."""
+    _checks.namespace(x, names=(name,))
+    _checks.rank_at_least(x, 2, name, "(..., n, d)")
     d = x.shape[-1]
     if d == 0 or d % 2:
         raise ValueError(
@@ -80,7 +103,6 @@ def _check(x, positions, base):
         if positions.dtype == torch.bool or positions.is_complex():
             raise ValueError(
                 f"positions must be integer or real, got {positions.dtype}")
-        pos = positions.to(torch.float64)
     else:
         if is_array_api_obj(positions) and not isinstance(positions, np.ndarray):
             raise ValueError(f"positions must be NumPy, a list or x's library, got "
@@ -89,13 +111,7 @@ def _check(x, positions, base):
         if arr.dtype == bool or arr.dtype.kind not in "iuf":
             raise ValueError(
                 f"positions must be integer or real, got dtype {arr.dtype}")
-        arr = arr.astype(np.float64)
-        if is_torch_array(x):
-            import torch
-
-            pos = torch.as_tensor(arr, device=x.device)
-        else:
-            pos = arr
+    pos = _positions(positions, x)
     shape = tuple(pos.shape)
     target = tuple(x.shape[:-1])
     if _checks.broadcast_shape(shape, target) != target:
@@ -110,4 +126,3 @@ def _check(x, positions, base):
         finite = bool(np.isfinite(pos).all())
     if not finite:
         raise ValueError("positions must be finite")
-    return pos

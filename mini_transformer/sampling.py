@@ -21,6 +21,22 @@ from . import _checks
 from .softmax import softmax
 
 
+def _check(logits, temperature=1.0, top_k=None, top_p=None, **_):
+    """Refuse logits that are not a floating array with a vocabulary axis or that hold
+    NaN, +inf or a row of -inf only, and settings out of range (``check_settings``)."""
+    xp = _checks.namespace(logits, names=("logits",))
+    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
+    _checks.axis_length(logits, -1, "logits")
+    check_settings(temperature, top_k, top_p)
+    if bool(xp.any(xp.isnan(logits))):
+        raise ValueError("logits hold NaN: no distribution to sample from")
+    if bool(xp.any(xp.all(logits == -xp.inf, axis=-1))):
+        raise ValueError("every logit of a row is -inf: no token can be drawn")
+    if bool(xp.any(logits == xp.inf)):
+        raise ValueError("logits hold +inf: no distribution to sample from")
+
+
+@_checks.at_door(_check)
 def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     """The probabilities a sampler draws the next token from, (..., vocab_size).
 
@@ -34,19 +50,10 @@ def sampling_distribution(logits, temperature=1.0, top_k=None, top_p=None):
     Applied in that order (temperature, top-k, top-p), each on the distribution the
     one before left, the kept mass renormalised to 1.
     """
-    xp = _checks.namespace(logits, names=("logits",))
-    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
-    vocab = _checks.axis_length(logits, -1, "logits")
-    temperature, top_k, top_p = check_settings(temperature, top_k, top_p)
-    if bool(xp.any(xp.isnan(logits))):
-        raise ValueError("logits hold NaN: no distribution to sample from")
-    if bool(xp.any(xp.all(logits == -xp.inf, axis=-1))):
-        raise ValueError("every logit of a row is -inf: no token can be drawn")
-    if bool(xp.any(logits == xp.inf)):
-        raise ValueError("logits hold +inf: no distribution to sample from")
+    xp, vocab = array_namespace(logits), logits.shape[-1]
     if temperature == 0:
         return _one_hot(xp.argmax(logits, axis=-1), vocab, logits)
-    p = softmax(logits, axis=-1, temperature=temperature)      # (..., vocab_size)
+    p = softmax(logits, axis=-1, temperature=float(temperature))  # (..., vocab_size)
     if top_k is not None and top_k < vocab:
         p = _renormalise(p, _rank(p) < top_k)
     if top_p is not None and top_p < 1:

@@ -14,57 +14,9 @@ def silu(zeta):
     return zeta * _sigmoid(zeta, xp)
 
 
-def swiglu(x, w, v, w2, saved=None):
-    """FFN_SwiGLU(x) = (SiLU(x W_1) ∘ x W_3) W_2, applied to every position alike.
-
-    The arguments are Shazeer's W, V, W_2: w = W_1 (the gate), v = W_3.
-    x: (..., d_model)   w, v: (d_model, d_ff)   w2: (d_ff, d_model)
-    saved: a dict that keeps x W_1 and x W_3 for ``swiglu_backward``.
-    """
-    _check(x, w, v, w2)
-    zeta = rows_matmul(x, w)                                # (..., d_ff), x W_1
-    psi = rows_matmul(x, v)                                 # (..., d_ff), x W_3
-    if saved is not None:
-        saved["zeta"], saved["psi"] = zeta, psi
-    return rows_matmul(silu(zeta) * psi, w2)                # (..., d_model)
-
-
-def swiglu_backward(x, w, v, w2, grad_output, saved=None):
-    """The gradients of F = (SiLU(ζ) ∘ ψ) W_2, ζ = x W_1, ψ = x W_3, with g = ∂L/∂F:
-
-        ∂L/∂W_2 = Uᵀ g,   U = SiLU(ζ) ∘ ψ
-        ∂L/∂ψ = (g W_2ᵀ) ∘ SiLU(ζ),   ∂L/∂ζ = (g W_2ᵀ) ∘ ψ ∘ SiLU′(ζ)
-        SiLU′(ζ) = σ(ζ) (1 + ζ (1 − σ(ζ)))
-        ∂L/∂W_1 = xᵀ ∂L/∂ζ,  ∂L/∂W_3 = xᵀ ∂L/∂ψ,  ∂L/∂x = ∂L/∂ζ W_1ᵀ + ∂L/∂ψ W_3ᵀ
-
-    The weight gradients sum over every position. saved: the forward's ζ and ψ.
-    Returns (grad_x, grad_w, grad_v, grad_w2).
-    """
-    xp = _check(x, w, v, w2, grad_output)
-    if saved:
-        zeta, psi = saved["zeta"], saved["psi"]
-    else:
-        zeta, psi = rows_matmul(x, w), rows_matmul(x, v)
-    sig = _sigmoid(zeta, xp)                                 # σ(ζ), (..., d_ff)
-    gated = zeta * sig                                       # SiLU(ζ)
-    grad_u = rows_matmul(grad_output, w2.T)                 # ∂L/∂U, (..., d_ff)
-    grad_psi = grad_u * gated
-    grad_zeta = grad_u * psi * sig * (1 + zeta * (1 - sig))
-    grad_x = rows_matmul(grad_zeta, w.T) + rows_matmul(grad_psi, v.T)
-    return (grad_x, rows_outer(x, grad_zeta), rows_outer(x, grad_psi),
-            rows_outer(gated * psi, grad_output))
-
-
-def _sigmoid(t, xp):
-    """σ(t) = 1 / (1 + e^(−t)) without overflow: e^(−|t|) is at most 1."""
-    e = xp.exp(-xp.abs(t))
-    return xp.where(t >= 0, 1 / (1 + e), e / (1 + e))
-
-
-
-def _check(x, w, v, w2, grad_output=None):
-    xp = _checks.namespace(x, w, v, w2, grad_output,
-                           names=("x", "w", "v", "w2", "grad_output"))
+def _check(x, w, v, w2, grad_output=None, **_):
+    _checks.namespace(x, w, v, w2, grad_output,
+                      names=("x", "w", "v", "w2", "grad_output"))
     _checks.rank_at_least(x, 1, "x", "(..., d_model)")
     for name, m in (("w", w), ("v", v), ("w2", w2)):
         if m.ndim != 2:
@@ -83,4 +35,52 @@ def _check(x, w, v, w2, grad_output=None):
         _checks.same(tuple(grad_output.shape), tuple(x.shape),
                      f"grad_output must have the output's shape {tuple(x.shape)}, got "
                      f"{tuple(grad_output.shape)}")
-    return xp
+
+
+@_checks.at_door(_check)
+def swiglu(x, w, v, w2, saved=None):
+    """FFN_SwiGLU(x) = (SiLU(x W_1) ∘ x W_3) W_2, applied to every position alike.
+
+    The arguments are Shazeer's W, V, W_2: w = W_1 (the gate), v = W_3.
+    x: (..., d_model)   w, v: (d_model, d_ff)   w2: (d_ff, d_model)
+    saved: a dict that keeps x W_1 and x W_3 for ``swiglu_backward``.
+    """
+    zeta = rows_matmul(x, w)                                # (..., d_ff), x W_1
+    psi = rows_matmul(x, v)                                 # (..., d_ff), x W_3
+    if saved is not None:
+        saved["zeta"], saved["psi"] = zeta, psi
+    return rows_matmul(silu(zeta) * psi, w2)                # (..., d_model)
+
+
+@_checks.at_door(_check)
+def swiglu_backward(x, w, v, w2, grad_output, saved=None):
+    """The gradients of F = (SiLU(ζ) ∘ ψ) W_2, ζ = x W_1, ψ = x W_3, with g = ∂L/∂F:
+
+        ∂L/∂W_2 = Uᵀ g,   U = SiLU(ζ) ∘ ψ
+        ∂L/∂ψ = (g W_2ᵀ) ∘ SiLU(ζ),   ∂L/∂ζ = (g W_2ᵀ) ∘ ψ ∘ SiLU′(ζ)
+        SiLU′(ζ) = σ(ζ) (1 + ζ (1 − σ(ζ)))
+        ∂L/∂W_1 = xᵀ ∂L/∂ζ,  ∂L/∂W_3 = xᵀ ∂L/∂ψ,  ∂L/∂x = ∂L/∂ζ W_1ᵀ + ∂L/∂ψ W_3ᵀ
+
+    The weight gradients sum over every position. saved: the forward's ζ and ψ
+    (``swiglu(..., saved)``), or the forward is run again to find them.
+    Returns (grad_x, grad_w, grad_v, grad_w2).
+    """
+    xp = array_namespace(x)
+    if not saved:
+        saved = {}
+        swiglu(x, w, v, w2, saved)
+    zeta, psi = saved["zeta"], saved["psi"]
+    sig = _sigmoid(zeta, xp)                                 # σ(ζ), (..., d_ff)
+    gated = zeta * sig                                       # SiLU(ζ)
+    grad_u = rows_matmul(grad_output, w2.T)                 # ∂L/∂U, (..., d_ff)
+    grad_psi = grad_u * gated
+    grad_zeta = grad_u * psi * sig * (1 + zeta * (1 - sig))
+    grad_x = rows_matmul(grad_zeta, w.T) + rows_matmul(grad_psi, v.T)
+    return (grad_x, rows_outer(x, grad_zeta), rows_outer(x, grad_psi),
+            rows_outer(gated * psi, grad_output))
+
+
+def _sigmoid(t, xp):
+    """σ(t) = 1 / (1 + e^(−t)) without overflow: e^(−|t|) is at most 1."""
+    e = xp.exp(-xp.abs(t))
+    return xp.where(t >= 0, 1 / (1 + e), e / (1 + e))

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 from array_api_compat import is_numpy_array
 
 from . import _checks
 from ._ops import sum_to
+from .attention import as_mask
 from .row_blocks import cpus
 
 
@@ -102,7 +104,7 @@ def tiled_attention(
     bound = _max_norm(q2) * _max_norm(k)
     growth = bound + math.log2(n_k * max(1.0, float(np.max(np.abs(v)))))
     maxexp = np.finfo(q.dtype).maxexp
-    mask = _mask_view(mask, batch + (n_q, n_k))
+    mask = _mask_view(mask, q, batch + (n_q, n_k))
     bounded = (
         2 * bound <= maxexp
         and growth < maxexp - 1
@@ -121,9 +123,9 @@ def tiled_attention(
             k[b],
             v[b],
             None if mask is None else mask[b][i : i + b_q],
-            i if causal else None,
-            b_k,
-            bounded,
+            causal_offset=i if causal else None,
+            b_k=b_k,
+            bounded=bounded,
         )
 
     tasks = [(b, i) for b in np.ndindex(batch) for i in range(0, n_q, b_q)]
@@ -145,7 +147,7 @@ def tiled_attention(
     return out
 
 
-def _attend(q2, k, v, mask, causal_offset, b_k, bounded):
+def _attend(q2, k, v, mask, *, causal_offset, b_k, bounded):
     """One query block against every key block: the recurrence of
     ``tiled_attention``, in base 2: ``q2`` holds Q·log₂e/√d_k, so the tile is
     S_j·log₂e and exp(S_j - m) = 2^(S_j·log₂e - m·log₂e); ``exp2`` is cheaper
@@ -208,29 +210,15 @@ def _max_norm(x):
     return float(np.sqrt(np.max(np.einsum("...i,...i->...", x, x))))
 
 
-def _mask_view(mask, shape):
-    """``mask`` checked like the reference's and broadcast to ``shape`` as a view."""
+def _mask_view(mask, like, shape):
+    """``mask`` checked as the reference checks it (``as_mask``, ``like``'s dtype)
+    and broadcast to ``shape`` as a view."""
     if mask is None:
         return None
-    if not is_numpy_array(mask):
-        if hasattr(mask, "__array_namespace__"):
-            raise ValueError(
-                f"tiled_attention needs a NumPy mask, got {type(mask).__name__}"
-            )
-        mask = np.asarray(mask)
-    if mask.dtype != np.bool_ and not np.issubdtype(mask.dtype, np.floating):
+    if not is_numpy_array(mask) and hasattr(mask, "__array_namespace__"):
         raise ValueError(
-            "mask must be bool (True = may attend) or floating (added to the scores), "
-            f"got dtype {mask.dtype}"
-        )
-    try:
-        return np.broadcast_to(mask, shape)
-    except ValueError:
-        raise ValueError(
-            f"mask of shape {mask.shape} does not "
-            f"broadcast to the scores' shape {shape} "
-            "(..., n_q, n_k)"
-        ) from None
+            f"tiled_attention needs a NumPy mask, got {type(mask).__name__}")
+    return np.broadcast_to(as_mask(mask, like, shape, np), shape)
 
 
 _controller = None
@@ -307,7 +295,7 @@ def tiled_attention_backward(
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    mask = _mask_view(mask, batch + (n_q, n_k))
+    mask = _mask_view(mask, q, batch + (n_q, n_k))
     shapes = q.shape, k.shape, v.shape
     scale = 1 / math.sqrt(d_k)
     q2 = np.broadcast_to(q * (scale * _LOG2_E), batch + (n_q, d_k))   # scores in base 2
@@ -329,19 +317,15 @@ def tiled_attention_backward(
         # this thread's share of dQ
         grad_q = np.zeros(batch + (n_q, d_k), dtype=q.dtype)
         for b, j in chunk:
+            queries = _Queries(q2[b], qb[b], grad_output[b], lse2[b], d[b], grad_q[b])
             grad_k[b][j : j + b_k], grad_v[b][j : j + b_k] = _attend_backward(
-                q2[b],
-                qb[b],
+                queries,
                 k[b][j : j + b_k],
                 v[b][j : j + b_k],
-                grad_output[b],
-                lse2[b],
-                d[b],
-                grad_q[b],
                 None if mask is None else mask[b][:, j : j + b_k],
                 j,
-                causal,
-                b_q,
+                causal=causal,
+                b_q=b_q,
             )
         return grad_q
 
@@ -360,9 +344,23 @@ def tiled_attention_backward(
     return tuple(sum_to(g, shape) for g, shape in zip((grad_q, grad_k, grad_v), shapes))
 
 
-def _attend_backward(q2, q, k_j, v_j, d_out, lse2, d, grad_q, mask_j, j, causal, b_q):
+class _Queries(NamedTuple):
+    """What every key block of one batch entry reads, one row per query: Q·log₂e/√d_k
+    (``q2``), Q, dO, the log-sum-exp in base 2 (``lse2``), D = rowsum(dO ∘ O), and the
+    dQ that the key blocks add to (``grad_q``)."""
+
+    q2: np.ndarray
+    q: np.ndarray
+    d_out: np.ndarray
+    lse2: np.ndarray
+    d: np.ndarray
+    grad_q: np.ndarray
+
+
+def _attend_backward(queries, k_j, v_j, mask_j, j, *, causal, b_q):
     """One key block j against every query block: returns (dK_j √d_k, dV_j) and adds
-    dS K_j to ``grad_q`` (the 1/√d_k is applied once, by the caller)."""
+    dS K_j to ``queries.grad_q`` (the 1/√d_k is applied once, by the caller)."""
+    q2, q, d_out, lse2, d, grad_q = queries
     n_q = q.shape[0]
     grad_k = np.zeros(k_j.shape, dtype=q.dtype)
     grad_v = np.zeros(v_j.shape, dtype=q.dtype)

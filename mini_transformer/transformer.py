@@ -16,7 +16,7 @@ from .decoder import check_decoder, decoder, decoder_backward
 from .dropout import DropoutMasks, dropout
 from .encoder import check_encoder, encoder, encoder_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .loss import cross_entropy, cross_entropy_with_grad
+from .loss import cross_entropy_with_grad
 from .params import LayerNormParams
 from .positional import positional_encoding
 from .tree import named_leaves
@@ -78,7 +78,8 @@ def _check_token_ids(tokens, embedding, name):
     return tokens
 
 
-def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
+def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, masks=None,
+                    **_):
     _checks.namespace(src, tgt, names=("src", "tgt"))
     _checks.features(src, params.d_model, "src")
     _checks.features(tgt, params.d_model, "tgt")
@@ -89,8 +90,9 @@ def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, **_):
             (tgt_mask, "tgt_mask", (n_tgt, n_tgt), "(batch, n_tgt, n_tgt)"),
             (memory_mask, "memory_mask", (n_tgt, n_src), "(batch, n_tgt, n_src)")):
         _checks.mask_broadcasts(mask, (*batch, *shape), name, layout)
-    check_encoder(src, params.encoder_layers, src_mask)
-    check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask)
+    enc, dec = (None, None) if masks is None else (masks.encoder, masks.decoder)
+    check_encoder(src, params.encoder_layers, src_mask, enc)
+    check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask, dec)
 
 
 def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None,
@@ -115,12 +117,14 @@ def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=Non
                                 "(batch, n_tgt, n_tgt)")
 
 
-def _check_encode(src, params, src_mask, **_):
-    check_encoder(src, params.encoder_layers, src_mask)
+def _check_encode(src, params, src_mask, masks=None, **_):
+    check_encoder(src, params.encoder_layers, src_mask, masks)
 
 
-def _check_decode(tgt, memory, params, tgt_mask, memory_mask, caches, **_):
-    check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, caches)
+def _check_decode(tgt, memory, params, tgt_mask, memory_mask, masks=None, caches=None,
+                  **_):
+    check_decoder(tgt, memory, params.decoder_layers, tgt_mask, memory_mask, masks,
+                  caches)
 
 
 def _check_embedding(tokens, embedding, name, **_):
@@ -182,19 +186,23 @@ def encoder_decoder(src, tgt, params, src_mask=None, tgt_mask=None, memory_mask=
 
 
 @_checks.at_door(check_model_inputs)
-def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
-                norm_first=None, attention=None, p_drop=0.0, rng=None):
+def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None, *,
+                norm_first=None, attention=None, p_drop=0.0, rng=None, saved=None):
     """The scores (logits) of the next token at every target position.
 
     X = Embed(src_tokens), Y = Embed(tgt_tokens), H = EncoderDecoder(X, Y),
     logits = H Eᵀ with the embedding E shared by both inputs and the output (§3.4).
     src_tokens: (..., n_src)   tgt_tokens: (..., n_tgt) integer ids
     src_mask: a key mask broadcast to (batch, 1, n_src), e.g. ``padding_mask``; it
-    serves the encoder and the cross-attention. The target's self-attention is
-    always causal; a tgt_mask (e.g. target padding) is combined with it.
+    serves the encoder's self-attentions and the cross-attentions. The target's
+    self-attention is always causal; a tgt_mask (e.g. target padding) is combined
+    with it.
     p_drop, rng: training with dropout (§5.4) on the embedded inputs and every
     sub-layer's output, masks drawn from ``rng`` (``DropoutMasks.draw``); the
     default p_drop = 0 is evaluation, no dropout.
+    saved: a dict the forward fills for ``loss_and_grads``: ``encoder_decoder``'s
+    values, its output ``h``, the dropout ``masks`` and the attention masks built
+    (``src_mask``, ``self_mask``); None keeps nothing.
     Returns (..., n_tgt, vocab_size).
     """
     E = tied_embedding(params)
@@ -203,9 +211,12 @@ def transformer(src_tokens, tgt_tokens, params, src_mask=None, tgt_mask=None,
     masks = DropoutMasks.draw(rng, p_drop, params, x, y)
     if masks is not None:
         x, y = dropout(x, masks.src), dropout(y, masks.tgt)
-    h = encoder_decoder(x, y, params, src_mask, with_causal(tgt_mask, y), src_mask,
-                        masks, norm_first=norm_first, attention=attention)
-    return h @ E.T                                      # (..., n_tgt, vocab_size)
+    src_mask, self_mask = key_mask(src_mask, x), with_causal(tgt_mask, y)
+    h = encoder_decoder(x, y, params, src_mask, self_mask, src_mask, masks,
+                        norm_first=norm_first, attention=attention, saved=saved)
+    if saved is not None:
+        saved.update(h=h, masks=masks, src_mask=src_mask, self_mask=self_mask)
+    return rows_matmul(h, E.T)                          # H Eᵀ, (..., n_tgt, vocab_size)
 
 
 def count_parameters(params) -> int:
@@ -286,6 +297,7 @@ def loss_and_grads(
     src_tokens,
     tgt_in,
     tgt_out,
+    *,
     label_smoothing=0.0,
     ignore_index=None,
     src_mask=None,
@@ -297,7 +309,7 @@ def loss_and_grads(
     """The training loss and its gradient for every array of ``params``.
 
     loss = cross_entropy(transformer(src_tokens, tgt_in, params), tgt_out, ...): one
-    forward (``encoder_decoder(..., saved=saved)``) keeps each layer's input and the
+    forward (``transformer(..., saved=saved)``) keeps each layer's input and the
     values its backward reads; the backward runs the layers in reverse. The memory
     feeds every decoder layer, so its gradient is the sum of theirs. The tied embedding
     E is used three times (source, target, output projection): its gradient is the sum
@@ -307,35 +319,27 @@ def loss_and_grads(
     Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
     """
     E = tied_embedding(params)
-    xp, sqrt_d = array_namespace(E), math.sqrt(E.shape[-1])
     norm_first = _norm_first(params, norm_first)
-    x = embed(src_tokens, E, name="src_tokens")          # (..., n_src, d_model)
-    y = embed(tgt_in, E, name="tgt_in")                  # (..., n_tgt, d_model)
-    src_mask = key_mask(src_mask, x)      # built once, for all 3 · n_layers attentions
-    masks = DropoutMasks.draw(rng, p_drop, params, x, y)  # one draw for every site
-    m = masks or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
-                              (None,) * len(params.decoder_layers))
-    x, y = dropout(x, m.src), dropout(y, m.tgt)
-    self_mask = with_causal(tgt_mask, y)
-    # Forward, keeping what the backward reads.
-    saved = {}
-    h = encoder_decoder(x, y, params, src_mask, self_mask, src_mask, masks,
-                        norm_first=norm_first, saved=saved)   # (..., n_tgt, d_model)
-    enc, dec, memory = saved["encoder"], saved["decoder"], saved["memory"]
-    logits = rows_matmul(h, E.T)                        # (..., n_tgt, vocab_size)
+    s = {}                                  # the forward's values, for the backward
+    logits = transformer(src_tokens, tgt_in, params, src_mask, tgt_mask,
+                         norm_first=norm_first, p_drop=p_drop, rng=rng, saved=s)
     loss, g_logits = cross_entropy_with_grad(logits, tgt_out, label_smoothing,
                                              ignore_index)
+    enc, dec, memory, h = s["encoder"], s["decoder"], s["memory"], s["h"]
+    m = s["masks"] or DropoutMasks(None, None, (None,) * len(params.encoder_layers),
+                                   (None,) * len(params.decoder_layers))
     # Backward: output projection, decoder, encoder, embeddings.
     g_E = rows_outer(g_logits, h)  # (vocab_size, d_model): logits = h Eᵀ
     g_h = rows_matmul(g_logits, E)                      # (..., n_tgt, d_model)
     g_y, g_dec_norm = _final_norm_backward(dec, params, "decoder", g_h)
     g_y, g_memory, dec_grads = decoder_backward(
-        memory, params.decoder_layers, g_y, self_mask, src_mask, m.decoder,
+        memory, params.decoder_layers, g_y, s["self_mask"], s["src_mask"], m.decoder,
         norm_first=norm_first, saved=dec)
     g_x, g_enc_norm = _final_norm_backward(enc, params, "encoder", g_memory)
-    g_x, enc_grads = encoder_backward(params.encoder_layers, g_x, src_mask, m.encoder,
-                                      norm_first=norm_first, saved=enc)
+    g_x, enc_grads = encoder_backward(params.encoder_layers, g_x, s["src_mask"],
+                                      m.encoder, norm_first=norm_first, saved=enc)
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
+    sqrt_d = math.sqrt(E.shape[-1])                     # Embed(t) = E[t] √d_model + PE
     g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
            + _embedding_backward(tgt_in, g_y * sqrt_d, E))
     grads = dataclasses.replace(

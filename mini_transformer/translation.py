@@ -12,7 +12,7 @@ from .decoding import beam_search, greedy_decode, length_penalty
 from .softmax import log_softmax
 
 
-def translate(texts, params, bpe, beam_size=4, alpha=0.6, batch_size=512,
+def translate(texts, params, bpe, *, beam_size=4, alpha=0.6, batch_size=512,
               max_len=None, return_scores=False):
     """Each text encoded with ``bpe`` (then EOS), decoded by ``beam_search``
     (§6.1's beam 4, α = 0.6; ``beam_size=None`` decodes greedily), and decoded
@@ -38,7 +38,8 @@ def translate(texts, params, bpe, beam_size=4, alpha=0.6, batch_size=512,
                                           bpe.eos_id, alpha)
         else:
             tokens, batch_scores = beam_search(batch, params, n, bpe.bos_id,
-                                               bpe.eos_id, mask, beam_size, alpha)
+                                               bpe.eos_id, mask, beam_size=beam_size,
+                                               alpha=alpha)
         tokens, batch_scores = _numpy(tokens), _numpy(batch_scores)
         for i, row, score in zip(rows, tokens, batch_scores):
             ids = list(row[1:])

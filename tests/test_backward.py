@@ -314,8 +314,9 @@ def test_loss_and_grads_against_autograd(rng, final_norms, norm_first, smoothing
     if ignore is not None:
         tgt_out[1, 2:] = ignore                      # padded target positions
     src_mask = mt.padding_mask([5, 3, 4], 5) if masked else None
-    loss, grads = mt.loss_and_grads(p, src, tgt_in, tgt_out, smoothing, ignore,
-                                    src_mask=src_mask, norm_first=norm_first)
+    loss, grads = mt.loss_and_grads(p, src, tgt_in, tgt_out, label_smoothing=smoothing,
+                                    ignore_index=ignore, src_mask=src_mask,
+                                    norm_first=norm_first)
     tp = autograd_params(p)
     logits = mt.transformer(torch.as_tensor(src), torch.as_tensor(tgt_in), tp,
                             None if src_mask is None else torch.as_tensor(src_mask),
@@ -559,8 +560,8 @@ def test_training_step_stays_float32(rng):
     float32 (NumPy 2 would promote on a float64 array or NumPy scalar)."""
     p, src, tgt_in, tgt_out = model_case(rng, True)
     p32 = p.map(lambda a: a.astype(np.float32))
-    loss, grads = mt.loss_and_grads(p32, src, tgt_in, tgt_out, 0.1, 1,
-                                    src_mask=mt.padding_mask([5, 3, 4], 5), p_drop=0.1,
+    loss, grads = mt.loss_and_grads(p32, src, tgt_in, tgt_out, label_smoothing=0.1,
+                                    ignore_index=1, src_mask=mt.padding_mask([5, 3, 4], 5), p_drop=0.1,
                                     rng=np.random.default_rng(0))
     assert np.asarray(loss).dtype == np.float32
     assert {a.dtype for a in tree_leaves(grads)} == {np.dtype(np.float32)}

@@ -144,16 +144,16 @@ def test_refused(kw, match):
 
 
 def test_top_k_is_the_stable_descending_sort_prefix():
-    """``_top`` (argpartition, then a sort of the k kept) against the full stable
-    descending argsort, with ties inside the kept entries and -inf rows."""
-    from mini_transformer.decoding import _top
+    """``top_indices`` (argpartition, then a sort of the k kept) against the full
+    stable descending argsort, with ties inside the kept entries and -inf rows."""
+    from mini_transformer.decoding import top_indices
 
     rng = np.random.default_rng(3)
     a = np.round(rng.normal(size=(50, 40)), 1)        # many ties, in index order
     a[:5, 10:] = -np.inf
     for k in (1, 8, 40):
         want = np.argsort(-a, axis=-1, kind="stable")[:, :k]
-        got = _top(a, k)
+        got = top_indices(a, k)
         # the same values in the same order; where values tie, lower index first
         assert np.array_equal(np.take_along_axis(a, got, -1),
                               np.take_along_axis(a, want, -1))
@@ -161,4 +161,5 @@ def test_top_k_is_the_stable_descending_sort_prefix():
         strict = np.take_along_axis(a, want, -1) > kth   # not tied with the k-th
         assert np.array_equal(np.where(strict, got, -1), np.where(strict, want, -1))
     t = torch.as_tensor(a)
-    assert np.array_equal(_top(t, 8).numpy(), np.argsort(-a, axis=-1, kind="stable")[:, :8])
+    assert np.array_equal(top_indices(t, 8).numpy(),
+                          np.argsort(-a, axis=-1, kind="stable")[:, :8])

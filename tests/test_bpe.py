@@ -159,28 +159,27 @@ def test_split_by_hand():
 
 
 def test_german_split_by_hand():
-    from mini_transformer.bpe import _pieces
     from mini_transformer.number_words.data import GERMAN_SPLIT
 
-    split = re.compile(GERMAN_SPLIT)
-    assert _pieces("dreihundertzweiundvierzigtausendeins", split) == \
+    pieces = mt.BPE((), (), split=GERMAN_SPLIT).pieces
+    assert pieces("dreihundertzweiundvierzigtausendeins") == \
         ["drei", "hundert", "zwei", "und", "vierzig", "tausend", "eins"]
-    assert _pieces("einhunderttausend", split) == ["ein", "hundert", "tausend"]
-    assert _pieces("zwanzig", split) == ["zwanzig"]
+    assert pieces("einhunderttausend") == ["ein", "hundert", "tausend"]
+    assert pieces("zwanzig") == ["zwanzig"]
     # the "und" inside "hundert" and English "hundred" is not cut
-    assert _pieces("hundert", split) == ["hundert"]
-    assert _pieces("hundred", split) == ["hundred"]
+    assert pieces("hundert") == ["hundert"]
+    assert pieces("hundred") == ["hundred"]
+    assert mt.BPE((), ()).pieces("dreihundert") == ["dreihundert"]   # no split
 
 
 def test_german_split_cuts_no_english_word():
-    from mini_transformer.bpe import _pieces
     from mini_transformer.number_words.data import GERMAN_SPLIT
 
-    split = re.compile(GERMAN_SPLIT)
+    bpe = mt.BPE((), (), split=GERMAN_SPLIT)
     words = {w for n in [*range(1000), 1000, 1001, 1100]
              for w in number_words([n])[0][0].split(" ")}
     assert {"hundred", "thousand", "thousand,", "and", "ninety-nine"} <= words
-    assert all(_pieces(w, split) == [w] for w in words)
+    assert all(bpe.pieces(w) == [w] for w in words)
 
 
 @pytest.fixture(scope="module")

@@ -92,8 +92,8 @@ def test_loss_and_grads_with_dropout_against_autograd(rng, norm_first):
     src, tgt_in = rng.integers(2, 11, size=(3, 5)), rng.integers(0, 11, size=(3, 4))
     tgt_out = rng.integers(0, 11, size=(3, 4))
     src_mask = mt.padding_mask([5, 3, 4], 5)
-    loss, grads = mt.loss_and_grads(p, src, tgt_in, tgt_out, 0.1, src_mask=src_mask,
-                                    norm_first=norm_first, p_drop=0.3,
+    loss, grads = mt.loss_and_grads(p, src, tgt_in, tgt_out, label_smoothing=0.1,
+                                    src_mask=src_mask, norm_first=norm_first, p_drop=0.3,
                                     rng=np.random.default_rng(7))
     tp = p.map(lambda a: t64(a, requires_grad=True))
     logits = mt.transformer(torch.as_tensor(src), torch.as_tensor(tgt_in), tp,
@@ -107,8 +107,8 @@ def test_loss_and_grads_with_dropout_against_autograd(rng, norm_first):
     pairs = list(zip(tree_leaves(grads), tree_leaves(tp), strict=True))
     assert max(max_abs(a, b.grad) for a, b in pairs) < TOL
     # dropout was on: the loss differs from evaluation's
-    evaluation, _ = mt.loss_and_grads(p, src, tgt_in, tgt_out, 0.1, src_mask=src_mask,
-                                      norm_first=norm_first)
+    evaluation, _ = mt.loss_and_grads(p, src, tgt_in, tgt_out, label_smoothing=0.1,
+                                      src_mask=src_mask, norm_first=norm_first)
     assert abs(loss - evaluation) > 1e-3
 
 

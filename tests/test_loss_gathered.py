@@ -79,3 +79,31 @@ def test_layer_norm_backward_from_saved_against_autograd(rng, shape):
     for a, t in zip(layer_norm_backward(x, gamma, g, saved=saved), (tx, tg, tb),
                     strict=True):
         assert max_abs(a, t.grad) < TOL
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_gathered_loss_equals_the_dense_definition_and_torch(rng, label_smoothing):
+    """The loss and gradient every public function computes (the target's log p
+    gathered) equal the readable dense form −Σ_ν ỹ_ν log p_ν and (p − ỹ) / n with
+    ỹ = ``smoothed_targets``, and torch's cross_entropy with autograd."""
+    from mini_transformer import cross_entropy, cross_entropy_backward
+    from mini_transformer.loss import smoothed_targets
+    from mini_transformer.softmax import log_softmax
+
+    logits, targets = rng.normal(size=(2, 4, 9)) * 3, rng.integers(0, 9, size=(2, 4))
+    targets[1, 2] = -100
+    counted = targets != -100
+    q = smoothed_targets(targets, 9, label_smoothing, logits)
+    log_p = log_softmax(logits)
+    dense_loss = np.sum(-np.sum(q * log_p, axis=-1)[counted]) / counted.sum()
+    dense_grad = np.where(counted[..., None], (np.exp(log_p) - q) / counted.sum(), 0.0)
+    z = leaf(logits)
+    want = torch.nn.functional.cross_entropy(
+        z.reshape(-1, 9), torch.as_tensor(targets).ravel(),
+        label_smoothing=label_smoothing, ignore_index=-100)
+    want.backward()
+    assert abs(dense_loss - want.item()) < TOL and max_abs(dense_grad, z.grad) < TOL
+    loss = cross_entropy(logits, targets, label_smoothing, -100)
+    grad = cross_entropy_backward(logits, targets, label_smoothing, -100)
+    assert abs(loss - dense_loss) < TOL and max_abs(grad, dense_grad) < TOL
+    assert abs(loss - want.item()) < TOL and max_abs(grad, z.grad) < TOL

@@ -129,7 +129,8 @@ def ex3_setup():
 def _ex3_errors(deltas=DELTAS[:3], one_sided=False):
     """|difference − hand gradient| of encoder_layers[0].attn.W_Q[0, 1, 2] for each δ."""
     model, src, tgt_in, tgt_out, src_mask = ex3_setup()
-    _, grads = mt.loss_and_grads(model, src, tgt_in, tgt_out, 0.1, PAD, src_mask=src_mask)
+    _, grads = mt.loss_and_grads(model, src, tgt_in, tgt_out, label_smoothing=0.1,
+                                 ignore_index=PAD, src_mask=src_mask)
     exact = float(grads.encoder_layers[0].attn.W_Q[0, 1, 2])
 
     def loss_at(delta):

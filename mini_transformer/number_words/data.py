@@ -79,12 +79,10 @@ def shape_of(n) -> str:
 def shape_index(numbers):
     """The index in ``SHAPES`` of each number's shape (an int64 array)."""
     n = np.asarray(numbers, dtype=np.int64)
-    length = np.zeros(n.shape, dtype=np.int64)
     bits = np.zeros(n.shape, dtype=np.int64)
     for k in range(6):
         digit = n // 10 ** k % 10
         present = n >= 10 ** k
-        length += present
         bits += (present & (digit != 0)) << k     # bit k: the digit of 10**k
     # SHAPES lists, for each length L, the binary forms from 2**(L-1): index
     # 1 + (2**(L-1) - 1) + (bits - 2**(L-1)) = bits (for n > 0), 0 for n = 0

@@ -1,11 +1,10 @@
-"""The experiment's files: their names, the shipped model, and writing a file whole.
+"""The experiment's files: their names and the shipped model.
 
 The trained model travels with the package, as package data in ``model/`` (the
 weights ``MODEL`` and their BPE ``BPE_FILE``), so ``load_model()`` finds it after
 any install; ``train`` writes the same two files, with the log, the last weights and
-early checkpoints, to a folder of the user's choice. Every file is written to a
-temporary name beside it and renamed (``write_atomic``): a reader, or a run stopped
-half way, finds the old file or the new one, whole, never a part.
+early checkpoints, to a folder of the user's choice, each one whole
+(``checkpoint.write_atomic``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..bpe import BPE
-from ..checkpoint import write_atomic  # the package's one atomic write
 from ..params import TransformerParams
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"   # the shipped model

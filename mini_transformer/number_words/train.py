@@ -21,14 +21,14 @@ import numpy as np
 from ..attention import padding_mask
 from ..batching import batch_by_length
 from ..bpe import BPE
-from ..checkpoint import average_params
+from ..checkpoint import average_params, write_atomic
 from ..optim import AdamState, adam_step, learning_rate
 from ..params import TransformerParams
 from ..transformer import loss_and_grads
 from ..translation import exact_match, translate
 from .data import (GERMAN_SPLIT, HELD_OUT_EVERY, dev_test_numbers, encode_pairs,
                    number_words, training_numbers)
-from .files import BPE_FILE, EARLY, INTERRUPTED, LAST, LOG, MODEL, write_atomic
+from .files import BPE_FILE, EARLY, INTERRUPTED, LAST, LOG, MODEL
 
 
 
@@ -141,7 +141,8 @@ def train(settings: Settings = Settings(), out_dir=None, log=print, progress=Non
             src_mask = padding_mask(np.sum(src != bpe.pad_id, axis=1), src.shape[1])
             loss, grads = loss_and_grads(
                 xp_params, to_array(src), to_array(tgt[:, :-1]), to_array(tgt[:, 1:]),
-                s.label_smoothing, bpe.pad_id, src_mask=src_mask, p_drop=s.p_drop,
+                label_smoothing=s.label_smoothing, ignore_index=bpe.pad_id,
+                src_mask=src_mask, p_drop=s.p_drop,
                 rng=drop_rng)
             xp_params, state = adam_step(xp_params, grads, state, lr)
             step += 1                       # xp_params are now the weights after step

@@ -97,9 +97,8 @@ def parser():
                     help="where to write (default: %(default)s)")
     tr.add_argument("--force", action="store_true",
                     help="overwrite a model already in --out-dir (default: refuse)")
-    for name, kind in (("steps", int), ("seed", int), ("d_model", int),
-                       ("n_heads", int), ("n_layers", int), ("context", int),
-                       ("batch", int), ("warmup", int), ("eval_every", int)):
+    for name in ("steps", "seed", "d_model", "n_heads", "n_layers", "context", "batch",
+                 "warmup", "eval_every"):
         tr.add_argument(f"--{name.replace('_', '-')}",
                         type=int if name == "seed" else _number(int, 1),
                         default=getattr(s, name), help="(default: %(default)s)")

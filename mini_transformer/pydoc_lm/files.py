@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from ..params import TransformerParams
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"   # the shipped model
@@ -14,8 +16,6 @@ MODEL, LOG = "pydoc_lm.npz", "pydoc_lm_log.json"
 
 def save_model(params, path) -> None:
     """Write the weights (as float64 NumPy arrays: a checkpoint holds one dtype)."""
-    import numpy as np
-
     params.map(lambda a: np.asarray(a, dtype=np.float64)).save(path)
 
 
