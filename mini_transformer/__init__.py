@@ -148,8 +148,9 @@ __all__ += [
 ]
 
 # --- language models: sampling and the decoder-only model (chapter 18) ---------------
-from .lm import generate, language_model, lm_loss_and_grads, lm_params  # noqa: E402
+from .lm import (generate, language_model, lm_loss, lm_loss_and_grads,  # noqa: E402
+                 lm_params)
 from .sampling import sampling_distribution  # noqa: E402
 
-__all__ += ["generate", "language_model", "lm_loss_and_grads", "lm_params",
+__all__ += ["generate", "language_model", "lm_loss", "lm_loss_and_grads", "lm_params",
             "sampling_distribution"]

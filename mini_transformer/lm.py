@@ -20,14 +20,15 @@ import math
 import numpy as np
 from array_api_compat import array_namespace, device
 
+from . import _checks
 from ._ops import rows_outer
 from .attention import causal_mask
 from .decoder import KVCache, decoder_backward
 from .layernorm import layer_norm_backward
-from .loss import cross_entropy_with_grad
+from .loss import cross_entropy, cross_entropy_with_grad
 from .params import DecoderLayerParams, LayerNormParams, TransformerParams
-from .sampling import draw, sampling_distribution
-from .transformer import decode, embed
+from .sampling import check_settings, draw, sampling_distribution
+from .transformer import check_tokens_and_params, decode, embed, embedding_backward
 
 
 def lm_params(rng, *, vocab_size: int, d_model: int, n_heads: int, n_layers: int,
@@ -71,6 +72,14 @@ def language_model(tokens, params, caches=None, start=0, saved=None):
     return h @ E.T                                       # (..., n, vocab_size)
 
 
+def _check_windows(params, tokens, **_):
+    tokens = check_tokens_and_params(tokens, params)
+    if tokens.shape[-1] < 2:
+        raise ValueError("tokens must hold windows of at least 2 ids (the inputs and "
+                         f"their next tokens), got shape {tuple(tokens.shape)}")
+
+
+@_checks.at_door(_check_windows)
 def lm_loss_and_grads(params, tokens):
     """The mean next-token loss over a batch of token windows and its gradient.
 
@@ -83,7 +92,6 @@ def lm_loss_and_grads(params, tokens):
     Returns (loss, grads), grads a ``TransformerParams`` of the same layout.
     """
     E = params.embedding
-    xp = array_namespace(E)
     inputs, targets = tokens[..., :-1], tokens[..., 1:]
     s = {}
     logits = language_model(inputs, params, saved=s)     # (..., n, vocab_size)
@@ -96,12 +104,16 @@ def lm_loss_and_grads(params, tokens):
     g_x, _, layer_grads = decoder_backward(None, params.decoder_layers, g_out,
                                            s["mask"], norm_first=params.norm_first,
                                            saved=s)
-    vocab = xp.arange(E.shape[0], device=device(E))
-    one_hot = xp.astype(xp.asarray(inputs, device=device(E))[..., None] == vocab,
-                        E.dtype)                         # (..., n, vocab_size)
-    g_E = g_E + rows_outer(one_hot, g_x) * math.sqrt(E.shape[-1])
+    g_E = g_E + embedding_backward(inputs, g_x, E) * math.sqrt(E.shape[-1])
     return loss, dataclasses.replace(params, embedding=g_E, decoder_layers=layer_grads,
                                      decoder_norm=LayerNormParams(g_gamma, g_beta))
+
+
+@_checks.at_door(_check_windows)
+def lm_loss(params, tokens):
+    """The mean next-token loss (nats) of the windows ``tokens`` (..., n + 1), as in
+    ``lm_loss_and_grads``, without the gradient."""
+    return cross_entropy(language_model(tokens[..., :-1], params), tokens[..., 1:])
 
 
 def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None,
@@ -127,7 +139,7 @@ def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None
                          ("context", context, 2)):
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < low):
             raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
-    sampling_distribution(np.zeros(1), temperature, top_k, top_p)  # settings checked
+    check_settings(temperature, top_k, top_p)
     if rng is None and temperature != 0 and max_new_tokens:
         raise ValueError("sampling needs rng (a numpy.random.Generator); "
                          "temperature=0 is greedy and needs none")

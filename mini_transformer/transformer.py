@@ -95,17 +95,25 @@ def _check_embedded(src, tgt, params, src_mask, tgt_mask, memory_mask, masks=Non
     check_decoder(tgt, src, params.decoder_layers, tgt_mask, memory_mask, dec)
 
 
-def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None,
-                       tgt_mask=None, **_):
-    """Token ids in the vocabulary, one library, dtype and device for every array of
-    the params, a source mask on the keys (it serves two attentions) and a target
-    mask on the target's self-attention."""
+def check_tokens_and_params(tokens, params, name="tokens"):
+    """One library, dtype and device for every array of the params, each layer's arrays
+    fitting d_model, and ``tokens`` integer ids in [0, vocab_size) (returned in the
+    params' library); ``name`` is what an error message calls the tokens."""
     E = tied_embedding(params)
     leaves = named_leaves(params)
     _checks.namespace(*leaves.values(), names=tuple(leaves))
     _embedding_shape(E)
     params.check_shapes()                  # every layer's arrays fit d_model, by path
-    src, tgt = _check_token_ids(src_tokens, E, "src_tokens"), None
+    return _check_token_ids(tokens, E, name)
+
+
+def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=None,
+                       tgt_mask=None, **_):
+    """Token ids in the vocabulary, one library, dtype and device for every array of
+    the params, a source mask on the keys (it serves two attentions) and a target
+    mask on the target's self-attention."""
+    src, tgt = check_tokens_and_params(src_tokens, params, "src_tokens"), None
+    E = tied_embedding(params)
     for name, tokens in (("tgt_tokens", tgt_tokens), ("tgt_in", tgt_in)):
         if tokens is not None:                          # none when decoding
             tgt = _check_token_ids(tokens, E, name)
@@ -340,8 +348,8 @@ def loss_and_grads(
                                       m.encoder, norm_first=norm_first, saved=enc)
     g_x, g_y = dropout(g_x, m.src), dropout(g_y, m.tgt)  # through the input dropout
     sqrt_d = math.sqrt(E.shape[-1])                     # Embed(t) = E[t] √d_model + PE
-    g_E = (g_E + _embedding_backward(src_tokens, g_x * sqrt_d, E)
-           + _embedding_backward(tgt_in, g_y * sqrt_d, E))
+    g_E = (g_E + embedding_backward(src_tokens, g_x * sqrt_d, E)
+           + embedding_backward(tgt_in, g_y * sqrt_d, E))
     grads = dataclasses.replace(
         params,
         embedding=g_E,
@@ -364,7 +372,7 @@ def _final_norm_backward(saved, params, stack, grad):
     return grad_x, {f"{stack}_norm": LayerNormParams(g_gamma, g_beta)}
 
 
-def _embedding_backward(tokens, grad, embedding):
+def embedding_backward(tokens, grad, embedding):
     """∂L/∂E of the lookup E[tokens]: row v of E gets the sum of the gradients of every
     position holding token v, computed as one_hot(tokens)ᵀ grad,
     (vocab_size, d_model)."""

@@ -181,3 +181,27 @@ def test_the_ablation_script_2017_block_is_the_package_model():
     got = ablation.forward({k: torch.tensor(v) for k, v in w.items()},
                            torch.tensor(tokens), (), 2, 2)
     assert max_abs(got, mt.language_model(tokens, p)) < TOL64
+
+
+@pytest.mark.parametrize("tokens, words", [
+    (np.array([[3]]), "windows of at least 2 ids"),
+    (np.array([[1, 99]]), "tokens must lie in [0, vocab_size=13)"),
+    (np.array([[1.0, 2.0]]), "tokens must be integer token ids"),
+])
+def test_the_training_step_refuses_bad_windows_at_its_door(tokens, words):
+    with pytest.raises(ValueError) as e:
+        mt.lm_loss_and_grads(small(), tokens)
+    assert words in str(e.value)
+
+
+def test_the_training_step_checks_its_arrays_once(monkeypatch):
+    """Behind the door, the layers, the loss and the embedding run unchecked: one
+    check of the params' arrays per step, not one per inner call."""
+    import mini_transformer._checks as checks
+
+    calls = []
+    real = checks.namespace
+    monkeypatch.setattr(checks, "namespace",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    mt.lm_loss_and_grads(small(), np.array([[1, 2, 3, 4], [4, 3, 2, 1]]))
+    assert len(calls) == 1

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..lm import lm_loss_and_grads, lm_params
+from ..lm import lm_loss, lm_loss_and_grads, lm_params
 from ..optim import AdamState, adam_step
 from . import data
 from .files import LOG, MODEL, save_model
@@ -103,7 +103,7 @@ def train(s: Settings, out_dir, log=print) -> dict:
         params, state = adam_step(params, grads, state, learning_rate(step, s))
         record["batch_loss"].append(round(float(loss), 4))
         if step % s.eval_every == 0 or step == s.steps:
-            probe_loss = float(lm_loss_and_grads_loss(params, probe))
+            probe_loss = float(lm_loss(params, probe))
             dev_bpc = bits_per_character(params, dev_text, s.context)
             record["steps"].append(step)
             record["train_loss"].append(round(probe_loss, 4))
@@ -127,10 +127,3 @@ def train(s: Settings, out_dir, log=print) -> dict:
         f"{record['best_step']}; {out_dir / MODEL}")
     return record
 
-
-def lm_loss_and_grads_loss(params, tokens):
-    """The mean next-token loss (nats) of windows ``tokens``, without gradients."""
-    from ..lm import language_model
-    from ..loss import cross_entropy
-
-    return cross_entropy(language_model(tokens[:, :-1], params), tokens[:, 1:])
