@@ -28,6 +28,8 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   top-p) and the draw.
 - ``multihead``: multi-head attention and its backward (§3.2.2).
 - ``tiled``: attention in tiles with an online softmax, forward and backward.
+- ``residual``: the residual sub-layer, LN(x + dropout(F(x))) or its pre-LN form,
+  forward and backward, which both layers wrap around each sub-layer.
 - ``encoder``, ``decoder``: one layer and the stack each; the decoder's
   ``KVCache``.
 - ``transformer``: the whole model (§3), and its loss and gradients.
@@ -38,7 +40,7 @@ imports only modules above it in this list; ``tests/test_imports.py`` checks):
   2017 (RMSNorm, rotary position embedding, SwiGLU, grouped-query attention), forward
   and backward.
 - ``translation``: texts in, texts out, and the scores (BLEU, chrF, exact match).
-- ``number_words``: the chapter-15 experiment (data, training, command line),
+- ``number_words``: chapter 17's experiment (data, training, command line),
   outside the equations.
 - ``pydoc_lm``: chapter 18's experiment (Python's help pages split by topic, n-gram
   baselines, training, bits per character, the ``pydoc-lm`` command).

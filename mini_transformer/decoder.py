@@ -42,12 +42,14 @@ class KVCache:
         self.self_kv = (k, v)
         return self.self_kv
 
-    def reorder(self, rows):
+    def reorder(self, rows, *, memory=True):
         """Keep the batch rows ``rows`` (int ids, axis 0), in that order: a beam's
-        hypotheses moving between rows take their keys and values with them."""
+        hypotheses moving between rows take their keys and values with them.
+        memory=False leaves the memory's (K, V) as they are: right when every row
+        moves among rows of the same memory (a beam's rows of one source)."""
         xp = array_namespace(self.self_kv[0])
         self.self_kv = tuple(xp.take(a, rows, axis=0) for a in self.self_kv)
-        if self.cross_kv is not None:
+        if memory and self.cross_kv is not None:
             self.cross_kv = tuple(xp.take(a, rows, axis=0) for a in self.cross_kv)
 
     def memory_kv(self, memory, params):

@@ -19,11 +19,11 @@ from typing import NamedTuple
 import numpy as np
 from array_api_compat import array_namespace, device, is_numpy_array
 
+from . import _checks
 from .attention import as_mask
 from .decoder import KVCache
 from .multihead import key_values
 from .softmax import log_softmax
-from . import _checks
 from .transformer import check_model_inputs, decode, embed, encode, tied_embedding
 
 
@@ -60,7 +60,21 @@ def decode_step(tokens, memory, params, caches, src_mask=None, *, norm_first=Non
     return h[..., -1, :] @ E.T                                  # (..., vocab_size)
 
 
-@_checks.at_door(check_model_inputs)
+def _check_greedy(src_tokens, params, max_len, bos, eos, src_mask=None, **_):
+    """``check_model_inputs``, then max_len (None: n_src + 50), bos and eos."""
+    check_model_inputs(params, src_tokens, src_mask)
+    n_src = np.shape(src_tokens)[-1]
+    _check_decoding(_max_len(max_len, n_src), bos, eos, tied_embedding(params).shape[0])
+
+
+def _check_beam_search(src_tokens, params, max_len, bos, eos, src_mask=None,
+                       beam_size=4, alpha=0.6, **_):
+    _check_greedy(src_tokens, params, max_len, bos, eos, src_mask)
+    _as_batch(src_tokens)
+    _check_beam(beam_size, alpha)
+
+
+@_checks.at_door(_check_greedy)
 def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, *,
                   norm_first=None, attention=None, return_logits=False):
     """Greedy decoding: start from ``bos``, append the most likely next token, stop
@@ -75,8 +89,7 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, *,
     E = tied_embedding(params)
     memory = encode_source(src_tokens, params, src_mask, norm_first=norm_first,
                            attention=attention)
-    max_len = _max_len(max_len, memory)
-    _check_decoding(max_len, bos, eos, E.shape[0])
+    max_len = _max_len(max_len, memory.shape[-2])
     xp, batch = array_namespace(E), memory.shape[:-2]
     caches = [KVCache() for _ in params.decoder_layers]
     tokens = xp.full((*batch, 1), bos, dtype=xp.int64, device=device(E))  # (..., 1)
@@ -97,7 +110,7 @@ def greedy_decode(src_tokens, params, max_len, bos, eos, src_mask=None, *,
     return tokens, xp.stack(logits, axis=-2) if logits else empty
 
 
-@_checks.at_door(check_model_inputs)
+@_checks.at_door(_check_beam_search)
 def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, *, beam_size=4,
                 alpha=0.6, norm_first=None, attention=None):
     """The hypothesis Y of highest score log P(Y | X) / lp(Y) that a beam of
@@ -119,9 +132,7 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, *, beam_si
     src, one = _as_batch(src_tokens)                            # (B, n_src)
     memory = encode_source(src, params, src_mask, norm_first=norm_first,
                            attention=attention)                 # (B, n_src, d_model)
-    B, V, max_len = memory.shape[0], E.shape[0], _max_len(max_len, memory)
-    _check_decoding(max_len, bos, eos, V)
-    _check_beam(beam_size, alpha)
+    B, V, max_len = memory.shape[0], E.shape[0], _max_len(max_len, memory.shape[-2])
     memory, src_mask, caches = _beams(memory, src_mask, params, K)  # B K rows
     logp = xp.astype(xp.where(xp.arange(B * K, device=dev) % K == 0, 0.0, -xp.inf),
                      E.dtype)                                   # (B K,) one live each
@@ -137,8 +148,8 @@ def beam_search(src_tokens, params, max_len, bos, eos, src_mask=None, *, beam_si
                                          -xp.inf), row, token, tokens)
         row, token, logp = _advance(row, token, cand, eos, K)   # (B K,) each
         tokens = xp.concat([xp.take(tokens, row, axis=0), token[:, None]], axis=-1)
-        for cache in caches:
-            cache.reorder(row)
+        for cache in caches:   # a source's rows share its memory: only self_kv moves
+            cache.reorder(row, memory=False)
         if n == max_len - 1:  # out of room: the live hypotheses finish without EOS
             live = xp.reshape(logp / length_penalty(n, alpha), (B, K))
             finished = finished.add(live, first_row + xp.arange(K, device=dev), None,
@@ -241,8 +252,8 @@ def top_indices(a, k):
     return xp.argsort(a, axis=-1, descending=True, stable=True)[:, :k]
 
 
-def _max_len(max_len, memory):
-    return memory.shape[-2] + 50 if max_len is None else max_len
+def _max_len(max_len, n_src):
+    return n_src + 50 if max_len is None else max_len
 
 
 def _is_int(n):

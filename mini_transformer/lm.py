@@ -50,7 +50,20 @@ def lm_params(rng, *, vocab_size: int, d_model: int, n_heads: int, n_layers: int
         encoder_layers=(), decoder_layers=layers, decoder_norm=norm(), norm_first=True)
 
 
-def language_model(tokens, params, caches=None, start=0, saved=None):
+def _check_lm(tokens, params, caches=None, start=0, **_):
+    tokens = check_tokens_and_params(tokens, params)
+    if caches is not None and len(caches) != len(params.decoder_layers):
+        raise ValueError(f"caches must hold one KVCache per layer "
+                         f"({len(params.decoder_layers)}), got {len(caches)}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start must be an integer >= 0, got {start!r}")
+    if caches is not None and start and tokens.shape[-1] > 1:
+        raise ValueError("with caches, several new tokens are taken only at the "
+                         "start (the prompt)")
+
+
+@_checks.at_door(_check_lm)
+def language_model(tokens, params, caches=None, start=0, *, saved=None):
     """The logits of the next token after every position, (..., n, vocab_size).
 
     tokens: (..., n) integer ids. caches: one ``KVCache`` per layer holding the keys
@@ -62,9 +75,6 @@ def language_model(tokens, params, caches=None, start=0, saved=None):
     E = params.embedding
     x = embed(tokens, E, start)                          # (..., n, d_model)
     n = x.shape[-2]
-    if caches is not None and start and n > 1:
-        raise ValueError("with caches, several new tokens are taken only at the "
-                         "start (the prompt)")
     mask = None if caches is not None and start else causal_mask(n)
     h = decode(x, None, params, mask, caches=caches, saved=saved)  # (..., n, d_model)
     if saved is not None:
@@ -116,6 +126,23 @@ def lm_loss(params, tokens):
     return cross_entropy(language_model(tokens[..., :-1], params), tokens[..., 1:])
 
 
+def _check_generate(params, prompt, max_new_tokens, temperature=1.0, top_k=None,
+                    top_p=None, rng=None, context=None, **_):
+    prompt = np.asarray(prompt).reshape(-1)
+    if prompt.shape[0] == 0:
+        raise ValueError("prompt must hold at least one token")
+    check_tokens_and_params(prompt, params, "prompt")
+    for name, n, low in (("max_new_tokens", max_new_tokens, 0),
+                         ("context", context, 2)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < low):
+            raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
+    check_settings(temperature, top_k, top_p)
+    if rng is None and temperature != 0 and max_new_tokens:
+        raise ValueError("sampling needs rng (a numpy.random.Generator); "
+                         "temperature=0 is greedy and needs none")
+
+
+@_checks.at_door(_check_generate)
 def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None,
              top_p=None, rng=None, cache=True, context=None):
     """Continue ``prompt`` (token ids, (n,)) by ``max_new_tokens`` tokens, each drawn
@@ -133,16 +160,6 @@ def generate(params, prompt, max_new_tokens: int, *, temperature=1.0, top_k=None
     vocab_size), the scores each new token was drawn from).
     """
     tokens = [int(t) for t in np.asarray(prompt).reshape(-1)]
-    if not tokens:
-        raise ValueError("prompt must hold at least one token")
-    for name, n, low in (("max_new_tokens", max_new_tokens, 0),
-                         ("context", context, 2)):
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < low):
-            raise ValueError(f"{name} must be an integer >= {low}, got {n!r}")
-    check_settings(temperature, top_k, top_p)
-    if rng is None and temperature != 0 and max_new_tokens:
-        raise ValueError("sampling needs rng (a numpy.random.Generator); "
-                         "temperature=0 is greedy and needs none")
     xp = array_namespace(params.embedding)
 
     def ids(t):

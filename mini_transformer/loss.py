@@ -9,40 +9,48 @@ from . import _checks
 from .softmax import log_softmax
 
 
-def _check(logits, targets, label_smoothing=0.0, ignore_index=None, **_):
-    """Refuse logits that are not a floating array with a vocabulary axis, targets that
-    are not integer ids in the vocabulary of logits' shape without its last axis, a
-    smoothing outside [0, 1], and targets that are all ignored."""
-    xp = _checks.namespace(logits, names=("logits",))
-    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
-    vocab = _checks.axis_length(logits, -1, "logits")
+def check_targets(targets, shape, vocab: int, like, label_smoothing=0.0,
+                  ignore_index=None, name="targets"):
+    """Refuse ``targets`` that are not integer ids in [0, vocab) of ``shape`` (those
+    equal to ignore_index aside), a smoothing outside [0, 1], and targets that are all
+    ignored; ``like`` is an array of the library they must come in, ``name`` what the
+    message calls them."""
+    xp = array_namespace(like)
     if not hasattr(targets, "shape"):
         raise ValueError(
-            f"targets must be an array of token ids, got {type(targets).__name__}"
+            f"{name} must be an array of token ids, got {type(targets).__name__}"
         )
-    targets = _ids(targets, logits)
+    targets = _ids(targets, like)
     if not xp.isdtype(targets.dtype, "integral"):
-        raise ValueError(
-            f"targets must be integer token ids, got dtype {targets.dtype}"
-        )
-    _checks.same(tuple(targets.shape), tuple(logits.shape[:-1]),
-                 f"targets must have the shape of logits without its last axis, "
-                 f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
+        raise ValueError(f"{name} must be integer token ids, got dtype {targets.dtype}")
+    _checks.same(tuple(targets.shape), tuple(shape),
+                 f"{name} must have the shape of logits without its last axis, "
+                 f"{tuple(shape)}, got {tuple(targets.shape)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1], got {label_smoothing}")
     counted = targets == targets if ignore_index is None else targets != ignore_index
     ids = targets[counted]
     if ids.shape[0] == 0:
         raise ValueError(
-            "every target equals ignore_index: the mean is over no position "
+            f"every target{'' if name == 'targets' else f' ({name})'} equals "
+            "ignore_index: the mean is over no position "
             "(torch.nn.functional.cross_entropy returns nan)"
         )
     if int(xp.min(ids)) < 0 or int(xp.max(ids)) >= vocab:
         raise ValueError(
-            f"targets must lie in [0, vocab_size={vocab}) (or equal "
+            f"{name} must lie in [0, vocab_size={vocab}) (or equal "
             f"ignore_index={ignore_index}), got ids from {int(xp.min(ids))} "
             f"to {int(xp.max(ids))}"
         )
+
+
+def _check(logits, targets, label_smoothing=0.0, ignore_index=None, **_):
+    """Logits a floating array with a vocabulary axis, and ``check_targets``."""
+    _checks.namespace(logits, names=("logits",))
+    _checks.rank_at_least(logits, 1, "logits", "(..., vocab_size)")
+    vocab = _checks.axis_length(logits, -1, "logits")
+    check_targets(targets, logits.shape[:-1], vocab, logits, label_smoothing,
+                  ignore_index)
 
 
 @_checks.at_door(_check)

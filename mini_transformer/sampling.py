@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from array_api_compat import array_namespace, device
 
 from . import _checks
@@ -125,8 +126,6 @@ def draw(probs, rng):
     the cumulative distribution with ``rng`` (a ``numpy.random.Generator``): the
     first id whose cumulative mass exceeds u · total, u uniform in [0, 1). A token
     of zero probability is never drawn. Returns NumPy int64 ids (...)."""
-    import numpy as np
-
     p = np.asarray(probs.cpu() if hasattr(probs, "cpu") else probs, dtype=np.float64)
     cdf = np.cumsum(p, axis=-1)
     u = rng.random(p.shape[:-1])[..., None] * cdf[..., -1:]

@@ -29,6 +29,11 @@ from .attention import as_mask
 from .row_blocks import cpus
 
 
+def _check_threads(threads):
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+
+
 def _check_tiled(q, k, v, block_size, threads, **_):
     _checks.check_qkv(q, k, v)
     for name, a in (("q", q), ("k", k), ("v", v)):
@@ -40,8 +45,7 @@ def _check_tiled(q, k, v, block_size, threads, **_):
                 "torch.nn.functional.scaled_dot_product_attention"
             )
     _check_block_size(block_size)
-    if threads is not None and threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
+    _check_threads(threads)
 
 
 def _check_block_size(block_size):
@@ -238,7 +242,8 @@ def _blas_threads(n):
     return _controller.limit(limits=n, user_api="blas")
 
 
-def _check_tiled_backward(q, k, v, output, lse, grad_output, block_size, **_):
+def _check_tiled_backward(q, k, v, output, lse, grad_output, block_size, threads=None,
+                          **_):
     _checks.check_qkv(q, k, v)
     for name, a in (("q", q), ("k", k), ("v", v), ("output", output), ("lse", lse),
                     ("grad_output", grad_output)):
@@ -248,6 +253,7 @@ def _check_tiled_backward(q, k, v, output, lse, grad_output, block_size, **_):
                 f"{type(a).__name__}"
             )
     _check_block_size(block_size)
+    _check_threads(threads)
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     n_q, d_v = q.shape[-2], v.shape[-1]
     for name, a, shape in (("output", output, batch + (n_q, d_v)),

@@ -16,7 +16,7 @@ from .decoder import check_decoder, decoder, decoder_backward
 from .dropout import DropoutMasks, dropout
 from .encoder import check_encoder, encoder, encoder_backward
 from .layernorm import layer_norm, layer_norm_backward
-from .loss import cross_entropy_with_grad
+from .loss import check_targets, cross_entropy_with_grad
 from .params import LayerNormParams
 from .positional import positional_encoding
 from .tree import named_leaves
@@ -123,6 +123,17 @@ def check_model_inputs(params, src_tokens, src_mask, tgt_tokens=None, tgt_in=Non
         n_tgt = tgt.shape[-1]
         _checks.mask_broadcasts(tgt_mask, (*tgt.shape[:-1], n_tgt, n_tgt), "tgt_mask",
                                 "(batch, n_tgt, n_tgt)")
+    return tgt
+
+
+def _check_training(params, src_tokens, tgt_in, tgt_out, label_smoothing=0.0,
+                    ignore_index=None, src_mask=None, tgt_mask=None, **_):
+    """``check_model_inputs``, then tgt_out: ids in the vocabulary, shaped as tgt_in."""
+    tgt = check_model_inputs(params, src_tokens, src_mask, tgt_in=tgt_in,
+                             tgt_mask=tgt_mask)
+    E = tied_embedding(params)
+    check_targets(tgt_out, tgt.shape, E.shape[0], E, label_smoothing, ignore_index,
+                  name="tgt_out")
 
 
 def _check_encode(src, params, src_mask, masks=None, **_):
@@ -299,7 +310,7 @@ def key_mask(src_mask, x):
     return as_mask(src_mask, x, (*x.shape[:-2], 1, x.shape[-2]), array_namespace(x))
 
 
-@_checks.at_door(check_model_inputs)
+@_checks.at_door(_check_training)
 def loss_and_grads(
     params,
     src_tokens,

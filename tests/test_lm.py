@@ -124,7 +124,7 @@ def test_generate_on_torch_tensors_equals_numpy():
     (([1], 2), {"temperature": 0, "context": 1}, "context must be an integer >= 2"),
     (([1], 3), {}, "sampling needs rng"),
     (([1], 3), {"top_p": 2.0, "rng": np.random.default_rng(0)}, "top_p"),
-    (([99], 3), {"temperature": 0}, "tokens must lie in [0, vocab_size=13)"),
+    (([99], 3), {"temperature": 0}, "prompt must lie in [0, vocab_size=13)"),
 ])
 def test_generate_refuses_bad_arguments(args, kw, words):
     with pytest.raises(ValueError) as e:
@@ -205,3 +205,27 @@ def test_the_training_step_checks_its_arrays_once(monkeypatch):
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     mt.lm_loss_and_grads(small(), np.array([[1, 2, 3, 4], [4, 3, 2, 1]]))
     assert len(calls) == 1
+
+
+def test_generation_checks_its_arrays_once(monkeypatch):
+    """generate checks the params and the prompt at its door; its steps run unchecked."""
+    import mini_transformer._checks as checks
+
+    calls = []
+    real = checks.namespace
+    monkeypatch.setattr(checks, "namespace",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    mt.generate(small(), [1, 2, 3], 10, temperature=0)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"caches": [mt.KVCache()]}, "caches must hold one KVCache per layer (2), got 1"),
+    ({"start": -1}, "start must be an integer >= 0, got -1"),
+    ({"caches": [mt.KVCache(), mt.KVCache()], "start": 2},
+     "with caches, several new tokens are taken only at the start"),
+])
+def test_the_language_model_refuses_bad_caches_at_its_door(kw, words):
+    with pytest.raises(ValueError) as e:
+        mt.language_model(np.array([1, 2]), small(), **kw)
+    assert words in str(e.value)

@@ -238,3 +238,11 @@ def test_softmax_in_row_blocks_equals_one_pass(temperature, overwrite):
     assert np.all(got[0, 7] == 0.0) and np.all(np.isnan(got[2, 5]))
     if not overwrite:
         assert np.array_equal(x_in, xs, equal_nan=True)
+
+
+def test_the_tiled_backward_refuses_zero_threads():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 3)) for _ in range(3))
+    out, lse = mt.tiled_attention(q, k, v, return_lse=True)
+    with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
+        mt.tiled_attention_backward(q, k, v, out, lse, out, threads=0)
