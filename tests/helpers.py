@@ -79,3 +79,41 @@ def page_arrays(data):
     assert blob.size == data["size"]
     return {t["name"]: blob[t["offset"]:t["offset"] + int(np.prod(t["shape"]))]
             .reshape(t["shape"]) for t in data["tensors"]}
+
+
+def check_model_page_files(module, page_file, root_id, tmp_path):
+    """A model page's build and its page agree: ``module`` (an ``_ext`` extension,
+    from ``ext_module``) is registered in _config.yml; the page (``page_file``) loads
+    its data file, then book/model_core.js, then its own script, from the folder the
+    extension writes, and has its widget's element ``#root_id``; ``write`` puts the
+    data file (``build()``'s text) and exact copies of both scripts there, neither of
+    which fetches; the Sphinx hook writes after a successful HTML build only."""
+    import re
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    assert config["sphinx"]["local_extensions"][Path(module.__file__).stem] == "_ext/"
+    names = [module.OUT_NAME, "model_core.js", module.SCRIPT.name]
+    page = Path(page_file).read_text()
+    assert re.findall(r'<script src="\.\./([^"]+)"></script>', page) == \
+        [(module.STATIC / name).as_posix() for name in names]
+    assert f'<div id="{root_id}"></div>' in page
+    text = module.build()
+    out = module.write(tmp_path / "a")
+    assert out == tmp_path / "a" / module.OUT_NAME
+    assert out.read_text(encoding="ascii") == text
+    for name in names[1:]:
+        assert (tmp_path / "a" / name).read_bytes() == (root / "book" / name).read_bytes()
+        assert "fetch(" not in (root / "book" / name).read_text(), name
+    html = SimpleNamespace(format="html")
+    module._build_finished(SimpleNamespace(outdir=str(tmp_path / "html"), builder=html), None)
+    assert (tmp_path / "html" / module.STATIC / module.OUT_NAME).read_text() == text
+    for outdir, builder, error in (("x", html, RuntimeError()),
+                                   ("y", SimpleNamespace(format="latex"), None)):
+        module._build_finished(SimpleNamespace(outdir=str(tmp_path / outdir),
+                                               builder=builder), error)
+        assert not (tmp_path / outdir).exists()

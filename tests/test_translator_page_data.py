@@ -7,15 +7,12 @@ longest source, and the page's own prose for the numbers it states.
 
 from __future__ import annotations
 
-import re
-import types
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from helpers import ext_module, page_arrays, page_data
+from helpers import check_model_page_files, ext_module, page_arrays, page_data
 
 import mini_transformer as mt
 from mini_transformer.number_words.data import dev_test_numbers, number_words, split_numbers
@@ -85,29 +82,8 @@ def test_english_spelling_and_longest_source(text):
     assert len(bpe.encode(en)) + 1 == longest["tokens"]
 
 
-def test_write_and_the_sphinx_hook(tmp_path):
-    out = td.write(tmp_path / "a")
-    assert out.read_text(encoding="ascii") == td.build()
-    for script in ("model_core.js", "translator.js"):       # the shared and the page's own
-        assert (tmp_path / "a" / script).read_bytes() == \
-            (ROOT / "book" / script).read_bytes(), script
-    app = types.SimpleNamespace(outdir=str(tmp_path / "html"),
-                                builder=types.SimpleNamespace(format="html"))
-    td._build_finished(app, None)
-    assert (tmp_path / "html" / td.STATIC / td.OUT_NAME).read_text() == td.build()
-    td._build_finished(types.SimpleNamespace(outdir=str(tmp_path / "x"),
-                                             builder=app.builder), RuntimeError())
-    assert not (tmp_path / "x").exists()
-
-
-def test_the_page_loads_what_the_build_writes():
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["sphinx"]["local_extensions"]["translator_data"] == "_ext/"
-    page = PAGE.read_text()
-    scripts = re.findall(r'<script src="\.\./([^"]+)"></script>', page)
-    assert scripts == [(td.STATIC / name).as_posix()
-                       for name in (td.OUT_NAME, "model_core.js", "translator.js")]
-    assert '<div id="mtt-root"></div>' in page
+def test_the_build_writes_what_the_page_loads(tmp_path):
+    check_model_page_files(td, PAGE, "mtt-root", tmp_path)
 
 
 def test_the_numbers_the_page_states(text):

@@ -19,7 +19,6 @@ raises no error and makes no request off the machine.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -32,7 +31,8 @@ from mini_transformer.pydoc_lm import data as lm_data_text
 from mini_transformer.pydoc_lm import files as lm_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # tests/: helpers
-from helpers import ext_module, page_arrays, page_data  # noqa: E402
+from helpers import (check_model_page_files, ext_module, page_arrays,  # noqa: E402
+                     page_data)
 
 browser = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,22 +276,8 @@ def test_a_value_float32_cannot_hold_is_refused(tmp_path):
     assert pack(tmp_path / "m.npz", exact=True) == packed
 
 
-def test_write_and_the_sphinx_hook(tmp_path):
-    path = ld.write(tmp_path)
-    assert path.name == "lm_data.js"
-    for script in ("model_core.js", "lm_sampler.js"):        # the shared and the page's own
-        assert (tmp_path / script).read_bytes() == (ROOT / "book" / script).read_bytes()
-    config = (ROOT / "_config.yml").read_text()
-    assert re.search(r"^\s+lm_data: _ext/$", config, re.M)
-
-
-def test_the_page_loads_what_the_build_writes():
-    page = PAGE_FILE.read_text()
-    assert re.findall(r'<script src="\.\./([^"]+)"></script>', page) == \
-        [f"_static/lm/{name}" for name in ("lm_data.js", "model_core.js", "lm_sampler.js")]
-    assert '<div id="mtl-root"></div>' in page
-    for script in ("model_core.js", "lm_sampler.js"):
-        assert "fetch(" not in (ROOT / "book" / script).read_text()
+def test_the_build_writes_what_the_page_loads(tmp_path):
+    check_model_page_files(ld, PAGE_FILE, "mtl-root", tmp_path)
 
 
 def test_the_numbers_the_page_states(text):
