@@ -4,11 +4,10 @@
 // Part of the mini_transformer book, under the repository's licence.
 //
 // The page loads lm_data.js first (window.mtLmData, written from the package's
-// pydoc_lm.npz by _ext/lm_data.py), then this file. Each function below is one
-// function of mini_transformer, in the same order of operations:
-//   embed                 E[token] * sqrt(d_model) + PE(pos)            transformer.embed
-//   layerNorm             gamma (x - mu) / sqrt(var + eps) + beta       layernorm
-//   attend                softmax((q / sqrt(d_k)) K^T) V, per head       attention
+// pydoc_lm.npz by _ext/lm_data.py), then model_core.js (embed, layerNorm, attend
+// and the other building blocks, shared with the translator page), then this file.
+// Each function below is one function of mini_transformer, in the same order of
+// operations:
 //   step                  pre-LN decoder layers without cross-attention,
 //                         one new position, key/value cache; final LN;
 //                         logits h E^T (the embedding tied)             lm.language_model
@@ -21,141 +20,25 @@ window.mtLm = (function () {
   "use strict";
   var D = window.mtLmData;
   if (!D) throw new Error("lm_data.js did not load before lm_sampler.js");
-  var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size, dff = D.d_ff;
+  if (!window.mtModelCore)
+    throw new Error("model_core.js did not load before lm_sampler.js");
+  var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size;
 
-  // --- the weights: float32, little-endian, base64 -> one Float32Array each ----
-  var W = (function () {
-    var bin = atob(D.weights), bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var all = new Float32Array(bytes.buffer), out = {};
-    D.tensors.forEach(function (t) {
-      var n = t.shape.reduce(function (a, b) { return a * b; }, 1);
-      out[t.name] = all.slice(t.offset, t.offset + n);
-    });
-    return out;
-  })();
+  // The weights and the building blocks (linear, add, layerNorm, feedForward,
+  // embed, attend, tiedLogits): model_core.js, shared with the translator page.
+  var M = window.mtModelCore.model(D, "lm_data.js");
+  var linear = M.linear, add = M.add, layerNorm = M.layerNorm, embed = M.embed,
+      feedForward = M.feedForward, attend = M.attend;
 
-  function get(name) {
-    if (!W[name]) throw new Error("no array " + name + " in lm_data.js");
-    return W[name];
-  }
-
-  // A matrix is kept transposed, one row per output (see linear). W_Q (h, d_model,
-  // d_k) becomes one (h d_k, d_model) matrix: row h d_k + j is W_Q[h][:, j].
-  function heads(a) {
-    var out = new Float32Array(d * H * dk);
-    for (var h = 0; h < H; h++)
-      for (var i = 0; i < d; i++)
-        for (var j = 0; j < dk; j++)
-          out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
-    return out;
-  }
-
-  function transposed(a, nIn, nOut) {
-    var out = new Float32Array(nIn * nOut);
-    for (var i = 0; i < nIn; i++)
-      for (var j = 0; j < nOut; j++) out[j * nIn + i] = a[i * nOut + j];
-    return out;
-  }
-
-  var E = get("embedding"), layers = [];
+  var layers = [];
   for (var l = 0; l < D.n_layers; l++) {
     var p = "decoder_layers." + l + ".";
-    layers.push({
-      WQ: heads(get(p + "self_attn.W_Q")), WK: heads(get(p + "self_attn.W_K")),
-      WV: heads(get(p + "self_attn.W_V")),
-      WO: transposed(get(p + "self_attn.W_O"), d, d),
-      bQ: get(p + "self_attn.b_Q"), bK: get(p + "self_attn.b_K"),
-      bV: get(p + "self_attn.b_V"), bO: get(p + "self_attn.b_O"),
-      W1: transposed(get(p + "ffn.W_1"), d, dff), b1: get(p + "ffn.b_1"),
-      W2: transposed(get(p + "ffn.W_2"), dff, d), b2: get(p + "ffn.b_2"),
-      norm1: {g: get(p + "norm1.gamma"), b: get(p + "norm1.beta")},
-      norm2: {g: get(p + "norm2.gamma"), b: get(p + "norm2.beta")}
-    });
+    layers.push({attn: M.mha(p + "self_attn"), ffn: M.ffn(p + "ffn"),
+                 norm1: M.norm(p + "norm1"), norm2: M.norm(p + "norm2")});
   }
-  var finalNorm = {g: get("decoder_norm.gamma"), b: get("decoder_norm.beta")};
+  var finalNorm = M.norm("decoder_norm");
 
-  // --- the equations ----------------------------------------------------------
-
-  // y = x W + b, W given transposed (n_out, n_in): each y_j is one dot product.
-  function linear(x, Wt, b, nOut) {
-    var nIn = x.length, y = new Float64Array(nOut);
-    for (var j = 0; j < nOut; j++) {
-      var s = 0, row = j * nIn;
-      for (var i = 0; i < nIn; i++) s += x[i] * Wt[row + i];
-      y[j] = s + b[j];
-    }
-    return y;
-  }
-
-  function add(a, b) {
-    var y = new Float64Array(a.length);
-    for (var i = 0; i < a.length; i++) y[i] = a[i] + b[i];
-    return y;
-  }
-
-  // LayerNorm(x) = gamma (x - mu) / sqrt(var + eps) + beta, the biased variance.
-  function layerNorm(x, n) {
-    var mu = 0, v = 0, i, y = new Float64Array(x.length);
-    for (i = 0; i < x.length; i++) mu += x[i];
-    mu /= x.length;
-    for (i = 0; i < x.length; i++) v += (x[i] - mu) * (x[i] - mu);
-    var s = Math.sqrt(v / x.length + D.eps);
-    for (i = 0; i < x.length; i++) y[i] = n.g[i] * (x[i] - mu) / s + n.b[i];
-    return y;
-  }
-
-  // FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.
-  function feedForward(x, L) {
-    var hidden = linear(x, L.W1, L.b1, dff);
-    for (var i = 0; i < hidden.length; i++) if (hidden[i] < 0) hidden[i] = 0;
-    return linear(hidden, L.W2, L.b2, d);
-  }
-
-  // PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same).
-  var peCache = [];
-  function positional(pos) {
-    if (!peCache[pos]) {
-      var pe = new Float64Array(d);
-      for (var i = 0; i < d; i++) {
-        var angle = pos / Math.pow(10000, (Math.floor(i / 2) * 2) / d);
-        pe[i] = i % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
-      }
-      peCache[pos] = pe;
-    }
-    return peCache[pos];
-  }
-
-  // Embed(token) = E[token] sqrt(d_model) + PE(pos).
-  function embed(token, pos) {
-    var x = new Float64Array(d), pe = positional(pos), scale = Math.sqrt(d);
-    for (var i = 0; i < d; i++) x[i] = E[token * d + i] * scale + pe[i];
-    return x;
-  }
-
-  // One query (h d_k) against the keys and values of every position so far: head
-  // h's output is softmax((q_h / sqrt(d_k)) K_h^T) V_h, the heads side by side.
-  function attend(q, keys, values) {
-    var n = keys.length, out = new Float64Array(H * dk);
-    var scale = Math.sqrt(dk), qs = new Float64Array(q.length);
-    for (var i = 0; i < q.length; i++) qs[i] = q[i] / scale;
-    for (var h = 0; h < H; h++) {
-      var o = h * dk, s = new Float64Array(n), m = -Infinity, j, k;
-      for (j = 0; j < n; j++) {
-        var kj = keys[j], dot = 0;
-        for (k = 0; k < dk; k++) dot += qs[o + k] * kj[o + k];
-        s[j] = dot;
-        if (dot > m) m = dot;
-      }
-      var z = 0;
-      for (j = 0; j < n; j++) { s[j] = Math.exp(s[j] - m); z += s[j]; }
-      for (j = 0; j < n; j++) {
-        var w = s[j] / z, vj = values[j];
-        for (k = 0; k < dk; k++) out[o + k] += w * vj[o + k];
-      }
-    }
-    return out;
-  }
+  // --- the model ----------------------------------------------------------------
 
   // The model on one new token at position pos; cache: per layer {keys, values},
   // the earlier positions' (extended in place). Pre-LN, no cross-attention:
@@ -165,28 +48,22 @@ window.mtLm = (function () {
   function step(token, pos, cache) {
     var y = embed(token, pos), hd = H * dk;
     layers.forEach(function (L, i) {
+      var A = L.attn;
       function selfAttn(x) {
-        cache[i].keys.push(linear(x, L.WK, L.bK, hd));
-        cache[i].values.push(linear(x, L.WV, L.bV, hd));
-        var a = attend(linear(x, L.WQ, L.bQ, hd), cache[i].keys, cache[i].values);
-        return linear(a, L.WO, L.bO, d);
+        cache[i].keys.push(linear(x, A.WK, A.bK, hd));
+        cache[i].values.push(linear(x, A.WV, A.bV, hd));
+        var a = attend(linear(x, A.WQ, A.bQ, hd), cache[i].keys, cache[i].values);
+        return linear(a.out, A.WO, A.bO, d);
       }
       if (D.norm_first) {
         y = add(y, selfAttn(layerNorm(y, L.norm1)));
-        y = add(y, feedForward(layerNorm(y, L.norm2), L));
+        y = add(y, feedForward(layerNorm(y, L.norm2), L.ffn));
       } else {
         y = layerNorm(add(y, selfAttn(y)), L.norm1);
-        y = layerNorm(add(y, feedForward(y, L)), L.norm2);
+        y = layerNorm(add(y, feedForward(y, L.ffn)), L.norm2);
       }
     });
-    y = layerNorm(y, finalNorm);
-    var logits = new Float64Array(V);
-    for (var v = 0; v < V; v++) {
-      var z = 0, row = v * d;
-      for (var k = 0; k < d; k++) z += y[k] * E[row + k];
-      logits[v] = z;
-    }
-    return logits;
+    return M.tiedLogits(layerNorm(y, finalNorm));
   }
 
   // --- generation: the window of lm.generate ----------------------------------
@@ -406,18 +283,7 @@ window.mtLm.mount = function (root) {
   var SHOWN = 20, MAX_CHARS = 10000, MAX_BYTES = 500, MAX_SEED = 4294967295;
   var DEFAULT_PROMPT = "Numeric literals\n****************\n\nThere are three";
 
-  function el(tag, attrs, text) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-  function svg(tag, attrs, text) {
-    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
+  var el = window.mtModelCore.el, svg = window.mtModelCore.svg;
   function quote(b) { return "\u2018" + M.showByte(b) + "\u2019"; }
 
   // Controls.
@@ -683,13 +549,6 @@ window.mtLm.mount = function (root) {
     "  stroke-width: 0.8; }",
     ".mtl-cut .mtl-byte, .mtl-cut .mtl-prob { font-style: italic; }",
     ".mtl-caption { font-size: 0.85rem; }"
-  ].join("\n");
-  var style = document.createElement("style");
-  style.textContent = css;
-  document.head.appendChild(style);
-  var root = document.getElementById("mtl-root");
-  if (root) {
-    root.classList.add("mtl");
-    window.mtLm.mount(root);
-  }
+  ];
+  window.mtModelCore.startPage(css, "mtl-root", "mtl", window.mtLm.mount);
 })();

@@ -3,11 +3,10 @@
 // Part of the mini_transformer book, under the repository's licence.
 //
 // The page loads translator_data.js first (window.mtTranslatorData, written from
-// book/data by _ext/translator_data.py), then this file. Each function below is one
-// function of mini_transformer, in the same order of operations:
-//   embed                 E[token] * sqrt(d_model) + PE(pos)          transformer.embed
-//   layerNorm             gamma (x - mu) / sqrt(var + eps) + beta     layernorm
-//   attend                softmax((q / sqrt(d_k)) K^T) V, per head     attention
+// book/data by _ext/translator_data.py), then model_core.js (embed, layerNorm,
+// attend and the other building blocks, shared with the language-model page), then
+// this file. Each function below is one function of mini_transformer, in the same
+// order of operations:
 //   encoderLayer          post-LN: LN(x + MultiHead(x)), LN(x + FFN(x)) encoder
 //   decoderStep           post-LN, one new position, key/value cache  decoder
 //   greedy, beamSearch    greedy_decode, beam_search (fairseq's rule) transformer, beam
@@ -17,172 +16,39 @@ window.mtTranslator = (function () {
   "use strict";
   var D = window.mtTranslatorData;
   if (!D) throw new Error("translator_data.js did not load before translator.js");
+  if (!window.mtModelCore)
+    throw new Error("model_core.js did not load before translator.js");
   var d = D.d_model, H = D.n_heads, dk = d / H, V = D.vocab_size, EOW = "</w>";
   // the held-out numbers (development and test), from the gaps between them
   var HELD_OUT = [], held = 0;
   D.held_out_gaps.forEach(function (g) { held += g; HELD_OUT.push(held); });
 
-  // --- the weights: float32, little-endian, base64 -> one Float32Array each ----
-  // (kept in float32, as stored: half the memory a step reads; arithmetic is float64)
-  var W = (function () {
-    var bin = atob(D.weights), bytes = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    var all = new Float32Array(bytes.buffer), out = {};
-    D.tensors.forEach(function (t) {
-      var n = t.shape.reduce(function (a, b) { return a * b; }, 1);
-      out[t.name] = {shape: t.shape, data: all.slice(t.offset, t.offset + n)};
-    });
-    return out;
-  })();
-
-  function get(name) {
-    if (!W[name]) throw new Error("no array " + name + " in translator_data.js");
-    return W[name].data;
-  }
-
-  // A matrix is kept transposed, one row per output (see linear). W_Q (h, d_model,
-  // d_k) becomes one (h d_k, d_model) matrix: row h d_k + j is W_Q[h][:, j], so x W
-  // is every head's projection side by side.
-  function heads(a) {
-    var out = new Float32Array(d * H * dk);
-    for (var h = 0; h < H; h++)
-      for (var i = 0; i < d; i++)
-        for (var j = 0; j < dk; j++)
-          out[(h * dk + j) * d + i] = a[(h * d + i) * dk + j];
-    return out;
-  }
-
-  function transposed(a, nIn, nOut) {
-    var out = new Float32Array(nIn * nOut);
-    for (var i = 0; i < nIn; i++)
-      for (var j = 0; j < nOut; j++) out[j * nIn + i] = a[i * nOut + j];
-    return out;
-  }
-
-  function mha(prefix) {
-    return {WQ: heads(get(prefix + ".W_Q")), WK: heads(get(prefix + ".W_K")),
-            WV: heads(get(prefix + ".W_V")), WO: transposed(get(prefix + ".W_O"), d, d),
-            bQ: get(prefix + ".b_Q"), bK: get(prefix + ".b_K"),
-            bV: get(prefix + ".b_V"),
-            bO: get(prefix + ".b_O")};
-  }
-
-  function ffn(prefix) {
-    return {W1: transposed(get(prefix + ".W_1"), d, D.d_ff), b1: get(prefix + ".b_1"),
-            W2: transposed(get(prefix + ".W_2"), D.d_ff, d), b2: get(prefix + ".b_2"),
-            dff: D.d_ff};
-  }
+  // The weights and the building blocks (linear, add, layerNorm, feedForward,
+  // embed, attend, tiedLogits): model_core.js, shared with the language-model page.
+  var M = window.mtModelCore.model(D, "translator_data.js", {float32Positional: true});
+  var linear = M.linear, add = M.add, layerNorm = M.layerNorm, embed = M.embed,
+      feedForward = M.feedForward, attend = M.attend;
 
   function norms(prefix, n) {
     var out = [];
-    for (var i = 1; i <= n; i++)
-      out.push({g: get(prefix + ".norm" + i + ".gamma"),
-                b: get(prefix + ".norm" + i + ".beta")});
+    for (var i = 1; i <= n; i++) out.push(M.norm(prefix + ".norm" + i));
     return out;
   }
 
-  var E = get("embedding");
   var enc = [], dec = [];
   for (var l = 0; l < D.n_encoder_layers; l++) {
     var p = "encoder_layers." + l;
-    enc.push({attn: mha(p + ".attn"), ffn: ffn(p + ".ffn"), norm: norms(p, 2)});
+    enc.push({attn: M.mha(p + ".attn"), ffn: M.ffn(p + ".ffn"), norm: norms(p, 2)});
   }
   for (l = 0; l < D.n_decoder_layers; l++) {
     p = "decoder_layers." + l;
-    dec.push({self: mha(p + ".self_attn"), cross: mha(p + ".cross_attn"),
-              ffn: ffn(p + ".ffn"), norm: norms(p, 3)});
+    dec.push({self: M.mha(p + ".self_attn"), cross: M.mha(p + ".cross_attn"),
+              ffn: M.ffn(p + ".ffn"), norm: norms(p, 3)});
   }
-  var finalNorm = W["decoder_norm.gamma"] ?
-    {g: get("decoder_norm.gamma"), b: get("decoder_norm.beta")} : null;
-  var encNorm = W["encoder_norm.gamma"] ?
-    {g: get("encoder_norm.gamma"), b: get("encoder_norm.beta")} : null;
+  var finalNorm = M.has("decoder_norm.gamma") ? M.norm("decoder_norm") : null;
+  var encNorm = M.has("encoder_norm.gamma") ? M.norm("encoder_norm") : null;
 
-  // --- the equations ----------------------------------------------------------
-
-  // y = x W + b, x (n_in), W (n_in, n_out) given transposed: Wt (n_out, n_in), so
-  // that each y_j is one dot product (the fastest loop in JavaScript).
-  function linear(x, Wt, b, nOut) {
-    var nIn = x.length, y = new Float64Array(nOut);
-    for (var j = 0; j < nOut; j++) {
-      var s = 0, row = j * nIn;
-      for (var i = 0; i < nIn; i++) s += x[i] * Wt[row + i];
-      y[j] = s + b[j];
-    }
-    return y;
-  }
-
-  function add(a, b) {
-    var y = new Float64Array(a.length);
-    for (var i = 0; i < a.length; i++) y[i] = a[i] + b[i];
-    return y;
-  }
-
-  // LayerNorm(x) = gamma (x - mu) / sqrt(var + eps) + beta, the biased variance.
-  function layerNorm(x, n) {
-    var mu = 0, v = 0, i, y = new Float64Array(x.length);
-    for (i = 0; i < x.length; i++) mu += x[i];
-    mu /= x.length;
-    for (i = 0; i < x.length; i++) v += (x[i] - mu) * (x[i] - mu);
-    var s = Math.sqrt(v / x.length + D.eps);
-    for (i = 0; i < x.length; i++) y[i] = n.g[i] * (x[i] - mu) / s + n.b[i];
-    return y;
-  }
-
-  // FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.
-  function feedForward(x, f) {
-    var hidden = linear(x, f.W1, f.b1, f.dff);
-    for (var i = 0; i < hidden.length; i++) if (hidden[i] < 0) hidden[i] = 0;
-    return linear(hidden, f.W2, f.b2, d);
-  }
-
-  // PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same), cast
-  // to float32 as positional_encoding(..., dtype) is.
-  var peCache = [];
-  function positional(pos) {
-    if (!peCache[pos]) {
-      var pe = new Float64Array(d);
-      for (var i = 0; i < d; i++) {
-        var angle = pos / Math.pow(10000, (Math.floor(i / 2) * 2) / d);
-        pe[i] = Math.fround(i % 2 === 0 ? Math.sin(angle) : Math.cos(angle));
-      }
-      peCache[pos] = pe;
-    }
-    return peCache[pos];
-  }
-
-  // Embed(token) = E[token] sqrt(d_model) + PE(pos).
-  function embed(token, pos) {
-    var x = new Float64Array(d), pe = positional(pos), scale = Math.sqrt(d);
-    for (var i = 0; i < d; i++) x[i] = E[token * d + i] * scale + pe[i];
-    return x;
-  }
-
-  // One query (h d_k) against keys and values (one h d_k vector per position):
-  // head h's output is softmax((q_h / sqrt(d_k)) K_h^T) V_h. Returns the heads side
-  // by side (h d_k) and the weights, one row per head.
-  function attend(q, keys, values) {
-    var n = keys.length, out = new Float64Array(H * dk), weights = [];
-    var scale = Math.sqrt(dk), qs = new Float64Array(q.length);
-    for (var i = 0; i < q.length; i++) qs[i] = q[i] / scale;      // q / sqrt(d_k) first
-    for (var h = 0; h < H; h++) {
-      var o = h * dk, s = new Float64Array(n), m = -Infinity, j, k;
-      for (j = 0; j < n; j++) {
-        var kj = keys[j], dot = 0;
-        for (k = 0; k < dk; k++) dot += qs[o + k] * kj[o + k];
-        s[j] = dot;
-        if (dot > m) m = dot;
-      }
-      var z = 0;
-      for (j = 0; j < n; j++) { s[j] = Math.exp(s[j] - m); z += s[j]; }
-      for (j = 0; j < n; j++) {
-        s[j] /= z;
-        var vj = values[j];
-        for (k = 0; k < dk; k++) out[o + k] += s[j] * vj[o + k];
-      }
-      weights.push(s);
-    }
-    return {out: out, weights: weights};
-  }
+  // --- the layers -------------------------------------------------------------
 
   // Post-LN encoder layer: X' = LN(X + MultiHead(X)), X'' = LN(X' + FFN(X')).
   function encoderLayer(X, L) {
@@ -236,13 +102,7 @@ window.mtTranslator = (function () {
       y = layerNorm(add(y2, feedForward(y2, L.ffn)), L.norm[2]);
     });
     if (finalNorm) y = layerNorm(y, finalNorm);
-    var logits = new Float64Array(V);
-    for (var v = 0; v < V; v++) {
-      var z = 0, row = v * d;
-      for (var k = 0; k < d; k++) z += y[k] * E[row + k];
-      logits[v] = z;
-    }
-    return {logits: logits, cache: next, cross: cross};
+    return {logits: M.tiedLogits(y), cache: next, cross: cross};
   }
 
   function emptyCache() {
@@ -719,18 +579,7 @@ window.mtTranslator.mount = function (root) {
   var T = window.mtTranslator, D = T.data, fmt = T.fmt;
   var K_DEFAULT = 4, ALPHA_DEFAULT = 0.6;
 
-  function el(tag, attrs, text) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
-  function svg(tag, attrs, text) {
-    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
-    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
+  var el = window.mtModelCore.el, svg = window.mtModelCore.svg;
   function sym(id) { return D.vocab[id]; }
   function hyp(tokens) { return tokens.map(sym).join(" "); }
   function chips(tokens, testid) {
@@ -1115,13 +964,6 @@ window.mtTranslator.mount = function (root) {
     "[data-testid=outputs] td:nth-child(4), [data-testid=outputs] th:nth-child(4) {",
     "  width: 5.2rem; }",
     ".mtt-caption, .mtt-speed { font-size: 0.85rem; opacity: 0.85; }"
-  ].join("\n");
-  var style = document.createElement("style");
-  style.textContent = css;
-  document.head.appendChild(style);
-  var root = document.getElementById("mtt-root");
-  if (root) {
-    root.classList.add("mtt");
-    window.mtTranslator.mount(root);
-  }
+  ];
+  window.mtModelCore.startPage(css, "mtt-root", "mtt", window.mtTranslator.mount);
 })();

@@ -13,7 +13,11 @@ Fixtures:
 - ``open_page``: ``with open_page(page) as visit: ...`` opens ``<page>.html`` in a fresh
   context (``visit.tab``); afterwards ``visit.problems()`` lists what a page must not do:
   no request recorded at all (a broken recorder), a request leaving the machine, a failed
-  request, an uncaught JavaScript error (other than the theme's known ones).
+  request, an uncaught JavaScript error (other than the theme's known ones);
+- ``open_widget``: ``with open_widget(page, root_id, data_file) as (tab, root): ...`` opens a
+  page with an in-browser model (the translator, the language model) as ``open_page`` does,
+  its widget ``#root_id`` mounted; afterwards the page must have loaded its ``data_file`` and
+  have no ``problems()``.
 """
 
 from __future__ import annotations
@@ -165,3 +169,23 @@ def local_browser():
 def open_page(browser):
     """``open_page(page, width=..., height=..., timeout_ms=...)``: ``visit`` in ``browser``."""
     return partial(visit, browser)
+
+
+@contextmanager
+def widget(browser, page: str, root_id: str, data_file: str, **kwargs):
+    """``page`` opened by ``visit(browser, page, **kwargs)``, its element ``#root_id``
+    mounted (``data-mounted="1"``): yields (tab, root). Once its requests have settled,
+    the page must have loaded ``data_file`` and done nothing ``Visit.problems`` lists."""
+    with visit(browser, page, **kwargs) as v:
+        root = v.tab.locator(f"#{root_id}")
+        assert root.get_attribute("data-mounted") == "1", f"{page}: #{root_id} did not mount"
+        yield v.tab, root
+        v.settle()
+    assert any(u.endswith(data_file) for u in v.requests), v.requests
+    assert not v.problems(), v.problems()
+
+
+@pytest.fixture
+def open_widget(browser):
+    """``open_widget(page, root_id, data_file, width=..., ...)``: ``widget`` in ``browser``."""
+    return partial(widget, browser)

@@ -18,11 +18,9 @@ raises no error and makes no request off the machine.
 
 from __future__ import annotations
 
-import base64
-import importlib.util
 import json
-import re
-from contextlib import contextmanager
+import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,10 @@ import pytest
 import mini_transformer as mt
 from mini_transformer.pydoc_lm import data as lm_data_text
 from mini_transformer.pydoc_lm import files as lm_files
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))    # tests/: helpers
+from helpers import (check_model_page_files, ext_module, page_arrays,  # noqa: E402
+                     page_data)
 
 browser = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,13 +48,6 @@ PROMPTS = [DEFAULT, 'The "for" statement', "", "x = 1 + ", LONG]
 # (temperature, top-k, top-p), as typed into the fields ("" = empty)
 SETTINGS = [("1", "", ""), ("0.7", "10", ""), ("1", "", "0.9"), ("0", "", ""),
             ("1.3", "40", "0.95"), ("0.5", "1", ""), ("2", "", "0.3")]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("lm_data", ROOT / "_ext" / "lm_data.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +70,10 @@ def numpy_distribution(params, text, setting):
                                     float(p) if p else None)
 
 
-@contextmanager
-def opened(open_page):
-    """The page in a fresh tab (``conftest.py``'s harness): yields (tab, root)."""
-    with open_page(PAGE) as visit:
-        root = visit.tab.locator("#mtl-root")
-        assert root.get_attribute("data-mounted") == "1", "the page did not mount"
-        yield visit.tab, root
-        visit.settle()
-    assert any(u.endswith("lm_data.js") for u in visit.requests), visit.requests
-    assert not visit.problems(), visit.problems()
+def opened(open_widget):
+    """The page in a fresh tab, mounted (``conftest.py``'s ``open_widget``): yields
+    (tab, root)."""
+    return open_widget(PAGE, "mtl-root", "lm_data.js")
 
 
 def set_fields(root, **values):
@@ -93,9 +82,9 @@ def set_fields(root, **values):
 
 
 @browser
-def test_the_distribution_on_the_page_equals_numpy(open_page, model):
+def test_the_distribution_on_the_page_equals_numpy(open_widget, model):
     worst, checked = 0.0, 0
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         assert root.get_by_test_id("prompt").input_value() == DEFAULT
         for text in PROMPTS:
             root.get_by_test_id("prompt").fill(text)
@@ -123,7 +112,7 @@ def test_the_distribution_on_the_page_equals_numpy(open_page, model):
 
 
 @browser
-def test_sampling_distribution_has_the_package_semantics(open_page):
+def test_sampling_distribution_has_the_package_semantics(open_widget):
     rng = np.random.default_rng(0)
     cases = [np.array([1.0, 1.0, 1.0, 0.0, -np.inf, 2.0, 2.0]),   # ties, a masked one
              np.zeros(6), np.array([3.0]), rng.normal(0, 3, 256), rng.normal(0, 1, 50)]
@@ -131,7 +120,7 @@ def test_sampling_distribution_has_the_package_semantics(open_page):
                 (1.0, None, 0.5), (1.0, None, 0.25), (2.0, 3, 0.6), (0.3, 300, 0.99),
                 (1.0, None, 1.0), (5.0, 4, 0.1)]
     worst = 0.0
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         for logits in cases:
             for t, k, p in settings:
                 page = np.array(tab.evaluate(
@@ -154,9 +143,9 @@ def test_sampling_distribution_has_the_package_semantics(open_page):
 
 
 @browser
-def test_greedy_text_equals_mt_generate(open_page, model):
+def test_greedy_text_equals_mt_generate(open_widget, model):
     n = 20
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         for text in [DEFAULT, 'The "for" statement', "", LONG]:
             ids = lm_data_text.encode(lm_data_text.SEPARATOR + text)
             tokens, _ = mt.generate(model, ids, n, temperature=0, context=CONTEXT)
@@ -177,8 +166,8 @@ def test_greedy_text_equals_mt_generate(open_page, model):
 
 
 @browser
-def test_drawn_bytes_are_seeded_and_have_mass(open_page, model):
-    with opened(open_page) as (tab, root):
+def test_drawn_bytes_are_seeded_and_have_mass(open_widget, model):
+    with opened(open_widget) as (tab, root):
         root.get_by_test_id("prompt").fill(DEFAULT)
         set_fields(root, temperature="0.8", seed="7", count="30",
                    **{"top-k": "5", "top-p": "0.9"})
@@ -225,8 +214,8 @@ BAD = [  # (field, value, kind, words the message must hold)
 
 
 @browser
-def test_every_bad_value_gets_its_message(open_page):
-    with opened(open_page) as (tab, root):
+def test_every_bad_value_gets_its_message(open_widget):
+    with opened(open_widget) as (tab, root):
         readout = root.get_by_test_id("readout")
         good = {name: root.get_by_test_id(name).input_value()
                 for name in ("temperature", "top-k", "top-p", "seed", "count", "prompt")}
@@ -249,7 +238,8 @@ def test_every_bad_value_gets_its_message(open_page):
 
 # --- the data file and the prose (no browser, no build) --------------------------
 
-ld = _module()
+ld = ext_module("lm_data")
+_parse = partial(page_data, module="lm_data", name="mtLmData")
 
 
 @pytest.fixture(scope="module")
@@ -257,24 +247,14 @@ def text():
     return ld.build()
 
 
-def _parse(text):
-    head, _, body = text.partition("window.mtLmData = ")
-    assert head.startswith("// Generated by _ext/lm_data.py")
-    assert body.endswith(";\n")
-    return json.loads(body[:-2])
-
-
 def test_data_file_holds_every_array_bit_for_bit(text):
     assert ld.build() == text and text.isascii()
     data = _parse(text)
-    blob = np.frombuffer(base64.b64decode(data["weights"]), dtype="<f4")
+    arrays = page_arrays(data)
     npz = np.load(lm_files.MODEL_DIR / lm_files.MODEL)
-    names = [k for k in npz.files if not k.startswith("__")]
-    assert [t["name"] for t in data["tensors"]] == names
-    for t in data["tensors"]:
-        a = npz[t["name"]]
-        got = blob[t["offset"]:t["offset"] + a.size].reshape(t["shape"])
-        assert np.array_equal(got.astype(a.dtype), a), t["name"]     # exact
+    assert list(arrays) == [k for k in npz.files if not k.startswith("__")]
+    for name, got in arrays.items():
+        assert np.array_equal(got.astype(npz[name].dtype), npz[name]), name   # exact
     params = lm_files.load_model()
     assert (data["d_model"], data["n_heads"], data["n_layers"], data["vocab_size"],
             data["norm_first"], data["context"], data["separator"]) == \
@@ -282,21 +262,22 @@ def test_data_file_holds_every_array_bit_for_bit(text):
          len(params.decoder_layers), 256, True, CONTEXT, "\n\n")
 
 
-def test_write_and_the_sphinx_hook(tmp_path):
-    path = ld.write(tmp_path)
-    assert path.name == "lm_data.js"
-    assert (tmp_path / "lm_sampler.js").read_bytes() == \
-        (ROOT / "book" / "lm_sampler.js").read_bytes()
-    config = (ROOT / "_config.yml").read_text()
-    assert re.search(r"^\s+lm_data: _ext/$", config, re.M)
+def test_a_value_float32_cannot_hold_is_refused(tmp_path):
+    """The page computes on float32 copies: a float64 value that float32 rounds would
+    make the page run another model, so the packing refuses it (0.1 is not a float32);
+    the float32 value nearest to it packs, and reads back bit for bit."""
+    pack = ext_module("model_page").pack
+    np.savez(tmp_path / "m.npz", w=np.array([[0.5, 0.1]]))
+    with pytest.raises(ValueError, match="w holds values that float32 cannot represent"):
+        pack(tmp_path / "m.npz", exact=True)
+    packed = pack(tmp_path / "m.npz")                       # not asked to be exact
+    assert page_arrays(packed)["w"].tolist() == [[0.5, float(np.float32(0.1))]]
+    np.savez(tmp_path / "m.npz", w=np.array([[0.5, 0.1]], dtype=np.float32).astype(float))
+    assert pack(tmp_path / "m.npz", exact=True) == packed
 
 
-def test_the_page_loads_what_the_build_writes():
-    page = PAGE_FILE.read_text()
-    assert '<script src="../_static/lm/lm_data.js"></script>' in page
-    assert '<script src="../_static/lm/lm_sampler.js"></script>' in page
-    assert '<div id="mtl-root"></div>' in page
-    assert "fetch(" not in (ROOT / "book" / "lm_sampler.js").read_text()
+def test_the_build_writes_what_the_page_loads(tmp_path):
+    check_model_page_files(ld, PAGE_FILE, "mtl-root", tmp_path)
 
 
 def test_the_numbers_the_page_states(text):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -59,27 +58,21 @@ def sample():
     return [int(n) for n in numbers], number_words(numbers)
 
 
-@contextmanager
-def opened(open_page, width=1280, height=900):
-    """The translator page in a fresh tab (``conftest.py``'s harness): yields (tab, root)."""
-    with open_page(PAGE, width=width, height=height) as visit:
-        root = visit.tab.locator("#mtt-root")
-        assert root.get_attribute("data-mounted") == "1", "the translator did not mount"
-        yield visit.tab, root
-        visit.settle()
-    assert any(u.endswith("translator_data.js") for u in visit.requests), visit.requests
-    assert not visit.problems(), visit.problems()
+def opened(open_widget, width=1280, height=900):
+    """The translator page in a fresh tab, mounted (``conftest.py``'s ``open_widget``):
+    yields (tab, root)."""
+    return open_widget(PAGE, "mtt-root", "translator_data.js", width=width, height=height)
 
 
 def source(bpe, text):
     return np.array(bpe.encode(text) + [bpe.eos_id])
 
 
-def test_encoder_logits_and_beam_scores_equal_numpy(open_page, model):
+def test_encoder_logits_and_beam_scores_equal_numpy(open_widget, model):
     params, bpe = model
     E = params.embedding
     worst = {"encoder": 0.0, "logits": 0.0, "score": 0.0}
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         for text in TEXTS:
             src = source(bpe, text)
             assert tab.evaluate("t => mtTranslator.check(t).ids", text) == src.tolist()
@@ -111,7 +104,7 @@ def test_encoder_logits_and_beam_scores_equal_numpy(open_page, model):
     assert max(worst.values()) <= TOL, worst
 
 
-def test_translations_equal_mt_translate(open_page, model, sample):
+def test_translations_equal_mt_translate(open_widget, model, sample):
     params, bpe = model
     numbers, pairs = sample
     texts = [s for s, _ in pairs]
@@ -119,7 +112,7 @@ def test_translations_equal_mt_translate(open_page, model, sample):
                 "greedy": mt.translate(texts, params, bpe, beam_size=None)}
     run = """([texts, K]) =>
         texts.map(t => mtTranslate(t, {beamSize: K, alpha: 0.6}).text)"""
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         t0 = time.perf_counter()
         got = {"beam": tab.evaluate(run, [texts, 4]),
                "greedy": tab.evaluate(run, [texts, None])}
@@ -136,12 +129,12 @@ def test_translations_equal_mt_translate(open_page, model, sample):
           f"{seconds:.1f} s in the browser for both")
 
 
-def test_number_words_spelled_as_num2words(open_page, sample):
+def test_number_words_spelled_as_num2words(open_widget, sample):
     numbers, pairs = sample
     numbers = [*numbers, 1, 11, 21, 100, 101, 1000, 1001, 1100, 101_000, 201_001,
                999_999]
     pairs = [*pairs, *number_words(numbers[len(pairs):])]
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         got = tab.evaluate("""ns => { const T = mtTranslator; return ns.map(n =>
             [T.english(n), T.german(n), T.parseEnglish(T.english(n))]); }""", numbers)
     assert [(en, de) for en, de, _ in got] == [tuple(p) for p in pairs]
@@ -165,8 +158,8 @@ BAD = [  # (input, kind, words the message must hold)
 ]
 
 
-def test_every_bad_input_gets_its_message(open_page):
-    with opened(open_page, 390, 844) as (tab, root):
+def test_every_bad_input_gets_its_message(open_widget):
+    with opened(open_widget, 390, 844) as (tab, root):
         box, readout = root.get_by_test_id("text"), root.get_by_test_id("readout")
         for text, kind, words in BAD:
             t0 = time.perf_counter()
@@ -200,7 +193,7 @@ def _typed(text, rng):
             "".join(c.upper() if rng.random() < 0.5 else c for c in loose)]
 
 
-def test_the_page_reads_inputs_as_the_package(open_page, sample):
+def test_the_page_reads_inputs_as_the_package(open_widget, sample):
     """Every input is accepted or refused by the page as by the package's
     ``normalize`` (the rules' one source in Python), with the same training form or
     the same kind and message: variants of 300 held-out numbers, and inputs that
@@ -232,7 +225,7 @@ def test_the_page_reads_inputs_as_the_package(open_page, sample):
             expected.append(["ok", normalize(t)])
         except NotANumber as e:
             expected.append([e.kind, str(e)])
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         got = tab.evaluate("""ts => ts.map(t => { const c = mtTranslator.check(t);
             return c.error ? [c.kind, c.error] : ["ok", c.text]; })""", texts)
     differ = [(t[:40], e, g) for t, e, g in zip(texts, expected, got) if e != g]
@@ -248,10 +241,10 @@ def _names(root):
           e.labels[0].textContent) || e.textContent || '').trim()])""")
 
 
-def test_controls_keyboard_steps_and_heat_map(open_page, model):
+def test_controls_keyboard_steps_and_heat_map(open_widget, model):
     params, bpe = model
     E, text = params.embedding, "twelve thousand, three hundred and forty-five"
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         assert all(name for _, name in _names(root)), _names(root)
         readout = root.get_by_test_id("readout")
         assert (readout.get_attribute("role"), readout.get_attribute("aria-live")) == \
@@ -327,19 +320,19 @@ def test_controls_keyboard_steps_and_heat_map(open_page, model):
         assert "strongest source token" in label
 
 
-def test_speed_and_screenshots(open_page, book_html):
+def test_speed_and_screenshots(open_widget, book_html):
     """Milliseconds for one translation in this browser (printed, not asserted)."""
     text = "seven hundred and seventy-seven thousand, seven hundred and seventy-seven"
     timing = """([t, K]) => { for (let i = 0; i < 5; i++) mtTranslate(t, {beamSize: K});
         const ms = []; for (let i = 0; i < 30; i++) { const t0 = performance.now();
         mtTranslate(t, {beamSize: K}); ms.push(performance.now() - t0); }
         return ms; }"""
-    with opened(open_page) as (tab, root):
+    with opened(open_widget) as (tab, root):
         beam = statistics.median(tab.evaluate(timing, [text, 4]))
         greedy = statistics.median(tab.evaluate(timing, [text, None]))
         (book_html.parent / "screenshots").mkdir(parents=True, exist_ok=True)
         tab.screenshot(path=str(book_html.parent / "screenshots" / "translator_1280.png"), full_page=True)
-    with opened(open_page, 390, 844) as (tab, root):
+    with opened(open_widget, 390, 844) as (tab, root):
         assert tab.evaluate("document.documentElement.scrollWidth") <= 390
         tab.screenshot(path=str(book_html.parent / "screenshots" / "translator_390.png"), full_page=True)
     print(f"one translation of a six-digit number (9 tokens and EOS), median of 30: "
