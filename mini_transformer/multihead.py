@@ -98,7 +98,7 @@ def check_multi_head(x, params, mask=None, memory=None, kv=None, grad_output=Non
 
 
 @_checks.at_door(check_multi_head)
-def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=None,
+def multi_head_attention(x, params, mask=None, memory=None, *, attention=None, kv=None,
                          saved=None):
     """MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O.
 
@@ -131,7 +131,7 @@ def multi_head_attention(x, params, mask=None, memory=None, attention=None, kv=N
 
 
 @_checks.at_door(check_multi_head)
-def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None,
+def multi_head_attention_backward(x, params, grad_output, mask=None, memory=None, *,
                                   saved=None):
     """The gradients of MultiHead(X) = Concat(head_1, ..., head_h) W_O + b_O, with
     head_i = Attention(X W_Q_i + b_Q_i, X_kv W_K_i + b_K_i, X_kv W_V_i + b_V_i).
