@@ -111,7 +111,9 @@ def check_decoder(y, memory, layers, self_mask=None, memory_mask=None, masks=Non
 @_checks.at_door(check_decoder_layer)
 def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=None, *,
                   norm_first=False, attention=None, cache=None, saved=None):
-    """One decoder layer.
+    """One decoder layer: a masked self-attention sub-layer, a cross-attention
+    sub-layer and a feed-forward sub-layer, each inside a residual connection with
+    its LayerNorm (``residual``).
 
     Post-LN, as in the paper (norm_first=False):
         Y1 = LayerNorm(Y + SelfAttn(Y))
@@ -138,7 +140,8 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     m_self, m_cross, m_ffn = _sublayer_masks(masks, memory)
     s = {} if saved is None else saved
     s["self"], s["cross"], s["ffn"] = {}, {}, {}
-    sublayer = functools.partial(residual, eps=p.eps, norm_first=norm_first)
+    # residual with this layer's eps and placement fixed: res(x, F, norm, mask)
+    res = functools.partial(residual, eps=p.eps, norm_first=norm_first)
 
     def self_attn(h):
         kv = None if cache is None else cache.extend(h, p.self_attn)
@@ -153,11 +156,11 @@ def decoder_layer(y, memory, params, self_mask=None, memory_mask=None, masks=Non
     def ffn(h):
         return feed_forward(h, p.ffn, s["ffn"])
 
-    y = sublayer(y, self_attn, p.norm1, m_self, saved=s["self"])         # Y1
+    y = res(y, self_attn, p.norm1, m_self, saved=s["self"])         # Y1
     if memory is None:      # a decoder-only block: no cross-attention
-        return sublayer(y, ffn, p.norm2, m_ffn, saved=s["ffn"])
-    y = sublayer(y, cross_attn, p.norm2, m_cross, saved=s["cross"])      # Y2
-    return sublayer(y, ffn, p.norm3, m_ffn, saved=s["ffn"])              # Y3
+        return res(y, ffn, p.norm2, m_ffn, saved=s["ffn"])
+    y = res(y, cross_attn, p.norm2, m_cross, saved=s["cross"])      # Y2
+    return res(y, ffn, p.norm3, m_ffn, saved=s["ffn"])              # Y3
 
 
 @_checks.at_door(check_decoder)
@@ -212,9 +215,9 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
     with J_Fᵀ g the vector–Jacobian product of F at the forward's input (chapter 14).
     Pre-LN, Yi = Y(i−1) + Sub(LNᵢ(Y(i−1))): g_Y(i−1) = g_Yi + J_LNᵢᵀ J_Subᵀ g_Yi.
     The memory mem receives gradient only through the cross-attention's keys and
-    values (None without memory). With dropout masks M₁, M₂, M₃ (the forward's),
-    R₁ = Y + M₁ ⊙ SelfAttn(Y) and so on: each sub-layer's gradient is multiplied by
-    its mask, g_Y = g_R₁ + J_SelfAttnᵀ (M₁ ⊙ g_R₁).
+    values (None without memory). With dropout, R₁ = Y + Dropout(SelfAttn(Y)) and so
+    on: each sub-layer's gradient is multiplied by the forward's mask,
+    g_Y = g_R₁ + J_SelfAttnᵀ Dropout(g_R₁).
     saved: what the forward filled (``decoder_layer(..., saved=saved)``); by
     default the forward is run again to fill it.
     Returns (grad_y, grad_memory, grad_params), grad_params a ``DecoderLayerParams``.
@@ -226,8 +229,9 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
         decoder_layer(y, memory, p, self_mask, memory_mask, masks,
                       norm_first=norm_first, saved=saved)
     s = saved
-    sublayer_backward = functools.partial(residual_backward, eps=p.eps,
-                                          norm_first=norm_first)
+    # residual_backward with this layer's eps and placement fixed
+    res_backward = functools.partial(residual_backward, eps=p.eps,
+                                     norm_first=norm_first)
 
     # Each sub-layer's backward at its input h: (g_h, its gradients).
     def self_attn(h, g):
@@ -245,14 +249,14 @@ def decoder_layer_backward(y, memory, params, grad_output, self_mask=None,
 
     grads, g_memory = {}, None          # grads: {field of p: its gradient}
     if memory is None:
-        g, grads["norm2"], grads["ffn"] = sublayer_backward(
+        g, grads["norm2"], grads["ffn"] = res_backward(
             ffn, p.norm2, grad_output, m_ffn, saved=s["ffn"])
     else:
-        g, grads["norm3"], grads["ffn"] = sublayer_backward(
+        g, grads["norm3"], grads["ffn"] = res_backward(
             ffn, p.norm3, grad_output, m_ffn, saved=s["ffn"])
-        g, grads["norm2"], (g_memory, grads["cross_attn"]) = sublayer_backward(
+        g, grads["norm2"], (g_memory, grads["cross_attn"]) = res_backward(
             cross_attn, p.norm2, g, m_cross, saved=s["cross"])
-    g, grads["norm1"], grads["self_attn"] = sublayer_backward(
+    g, grads["norm1"], grads["self_attn"] = res_backward(
         self_attn, p.norm1, g, m_self, saved=s["self"])
     return g, g_memory, dataclasses.replace(p, **grads)
 

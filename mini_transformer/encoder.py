@@ -55,7 +55,8 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     m_self, m_ffn = (None, None) if masks is None else masks
     s = {} if saved is None else saved
     s["self"], s["ffn"] = {}, {}
-    sublayer = functools.partial(residual, eps=p.eps, norm_first=norm_first)
+    # residual with this layer's eps and placement fixed: res(x, F, norm, mask)
+    res = functools.partial(residual, eps=p.eps, norm_first=norm_first)
 
     def self_attn(h):
         return multi_head_attention(h, p.attn, mask, attention=attention,
@@ -64,8 +65,8 @@ def encoder_layer(x, params, mask=None, masks=None, *, norm_first=False, attenti
     def ffn(h):
         return feed_forward(h, p.ffn, s["ffn"])
 
-    x = sublayer(x, self_attn, p.norm1, m_self, saved=s["self"])    # X'
-    return sublayer(x, ffn, p.norm2, m_ffn, saved=s["ffn"])         # X''
+    x = res(x, self_attn, p.norm1, m_self, saved=s["self"])    # X'
+    return res(x, ffn, p.norm2, m_ffn, saved=s["ffn"])         # X''
 
 
 @_checks.at_door(check_encoder)
@@ -96,7 +97,7 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
     residual's backward (``residual_backward``) at the input it saw in the forward.
 
     A residual X + F(X) passes its gradient twice, to X directly and through F:
-    ∂L/∂X = g + ∂L/∂X via F. Post-LN (the paper's), forward and backward:
+    g_X = g + J_Fᵀ g (defined below). Post-LN (the paper's), forward and backward:
 
         R₁ = X + MultiHead(X),  X' = LN₁(R₁),  R₂ = X' + FFN(X'),  X'' = LN₂(R₂)
         g_R₂ = J_LN₂ᵀ g,  g_X' = g_R₂ + J_FFNᵀ g_R₂,
@@ -104,9 +105,9 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
 
     where J_Fᵀ g, the transposed Jacobian of F at the forward's input times g, is the
     vector–Jacobian product that F's backward computes.
-    With dropout masks M₁, M₂ (the forward's), R₁ = X + M₁ ⊙ MultiHead(X) and so on:
-    the gradient into each sub-layer is multiplied by the same mask, e.g.
-    g_X = g_R₁ + J_MultiHeadᵀ (M₁ ⊙ g_R₁).
+    With dropout, R₁ = X + Dropout(MultiHead(X)) and so on: the gradient into each
+    sub-layer is multiplied by the forward's mask,
+    g_X = g_R₁ + J_MultiHeadᵀ Dropout(g_R₁).
     saved: what the forward filled (``encoder_layer(..., saved=saved)``); by
     default the forward is run again to fill it.
     Returns (grad_x, grad_params), grad_params an ``EncoderLayerParams``.
@@ -117,8 +118,9 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
         saved = {}
         encoder_layer(x, p, mask, masks, norm_first=norm_first, saved=saved)
     s = saved
-    sublayer_backward = functools.partial(residual_backward, eps=p.eps,
-                                          norm_first=norm_first)
+    # residual_backward with this layer's eps and placement fixed
+    res_backward = functools.partial(residual_backward, eps=p.eps,
+                                     norm_first=norm_first)
 
     def self_attn(h, g):        # each sub-layer's backward at its input h
         g_h, _, g_p = multi_head_attention_backward(h, p.attn, g, mask,
@@ -128,9 +130,9 @@ def encoder_layer_backward(x, params, grad_output, mask=None, masks=None, *,
     def ffn(h, g):
         return feed_forward_backward(h, p.ffn, g, s["ffn"])
 
-    g, g_norm2, g_ffn = sublayer_backward(ffn, p.norm2, grad_output, m_ffn,
+    g, g_norm2, g_ffn = res_backward(ffn, p.norm2, grad_output, m_ffn,
                                           saved=s["ffn"])
-    g, g_norm1, g_attn = sublayer_backward(self_attn, p.norm1, g, m_self,
+    g, g_norm1, g_attn = res_backward(self_attn, p.norm1, g, m_self,
                                            saved=s["self"])
     return g, dataclasses.replace(p, attn=g_attn, ffn=g_ffn, norm1=g_norm1,
                                   norm2=g_norm2)

@@ -88,18 +88,18 @@ def cross_entropy_with_grad(logits, targets, label_smoothing: float = 0.0,
     """(``cross_entropy(...)``, ``cross_entropy_backward(...)``) from one log-softmax,
     without the dense smoothed targets: what a training step calls.
 
-    With p = softmax(logits), t the target and ε the smoothing, V = n_vocab:
-    −Σ_ν ỹ_ν log p_ν = −(1 − ε) log p_t − ε mean_ν log p_ν, so the loss needs only
-    log p_t (gathered) and each row's mean; the gradient (p − ỹ) / n is p / n less
-    ε / (V n) everywhere and (1 − ε) / n at the target, the p computed once from
-    the same log p. Returns (loss, grad_logits); grad_logits is 0 at an ignored
+    With p = softmax(logits), y the correct token and ε_ls the smoothing:
+    −Σ_ν ỹ_ν log p_ν = −(1 − ε_ls) log p_y − ε_ls mean_ν log p_ν, so the loss needs
+    only log p_y (gathered) and each row's mean; the gradient (p − ỹ) / n is p / n
+    less ε_ls / (n_vocab n) everywhere and (1 − ε_ls) / n at y, the p computed once
+    from the same log p. Returns (loss, grad_logits); grad_logits is 0 at an ignored
     position (None with grad=False).
     """
     xp, eps, vocab = array_namespace(logits), label_smoothing, logits.shape[-1]
     targets = _ids(targets, logits)
     counted = targets == targets if ignore_index is None else targets != ignore_index
-    log_p = xp.reshape(log_softmax(logits, axis=-1), (-1, vocab))      # (N, V)
-    target = xp.reshape(xp.where(counted, targets, 0), (-1,))          # (N,)
+    log_p = xp.reshape(log_softmax(logits, axis=-1), (-1, vocab))      # (rows, n_vocab)
+    target = xp.reshape(xp.where(counted, targets, 0), (-1,))          # (rows,)
     index = xp.arange(log_p.shape[0], device=device(logits))
     w = xp.reshape(xp.astype(counted, logits.dtype), (-1,))
     w = w / xp.sum(w)                                                  # 1/n or 0

@@ -22,14 +22,15 @@ def residual(x, sublayer, norm, drop_mask=None, *, eps=1e-5, norm_first=False,
              saved=None):
     """One sub-layer with its residual connection and its LayerNorm:
 
-        post-LN (the paper's, norm_first=False):  LN(x + M ⊙ Sublayer(x))
-        pre-LN (norm_first=True):                 x + M ⊙ Sublayer(LN(x))
+        post-LN (the paper's, norm_first=False):  LN(x + Dropout(Sublayer(x)))
+        pre-LN (norm_first=True):                 x + Dropout(Sublayer(LN(x)))
 
     sublayer: the attention or the feed-forward network, a function of one array.
     norm: the LayerNorm's ``LayerNormParams``; eps: its ε.
-    drop_mask: M, a dropout mask of x's shape (``dropout.dropout_mask``), or None.
+    drop_mask: the mask Dropout multiplies by, of x's shape (``dropout.dropout_mask``),
+    or None (no dropout).
     saved: a dict the forward fills for ``residual_backward``: the input ``x``, ``n``
-    = LN(x) (pre-LN) or the sum ``r`` = x + M ⊙ Sublayer(x) (post-LN), and the
+    = LN(x) (pre-LN) or the sum ``r`` = x + Dropout(Sublayer(x)) (post-LN), and the
     LayerNorm's own (``ln``); None keeps nothing.
     """
     s = {} if saved is None else saved
@@ -60,8 +61,10 @@ def residual_backward(sublayer_backward, norm, grad_output, drop_mask=None, *,
     computes at the forward's input; the dropout mask multiplies the gradient into
     the sub-layer as it multiplied its output:
 
-        post-LN:  g_r = J_LNᵀ g,   g_x = g_r + J_Sublayerᵀ (M ⊙ g_r)
-        pre-LN:   g_x = g + J_LNᵀ J_Sublayerᵀ (M ⊙ g)
+        post-LN:  g_r = J_LNᵀ g,   g_x = g_r + J_Sublayerᵀ Dropout(g_r)
+        pre-LN:   g_x = g + J_LNᵀ J_Sublayerᵀ Dropout(g)
+
+    (Dropout here multiplies by the forward's mask.)
 
     sublayer_backward(h, g) -> (grad_h, grads): the sub-layer's backward at its input
     h, grads being what the caller wants back (its parameters' gradients).
