@@ -283,16 +283,19 @@ def test_the_build_writes_what_the_page_loads(tmp_path):
 def test_the_numbers_the_page_states(text):
     data = _parse(text)
     page = " ".join(PAGE_FILE.read_text().split())
-    assert f"({data['size']:,} float32 numbers, about " \
-        f"{4 * data['size'] / 1e6:.1f} MB)" in page
-    assert f"$d_{{\\text{{model}}}} = {data['d_model']}$" in page
-    assert f"{data['n_layers']} pre-LN decoder layers" in page
-    assert f"with {data['n_heads']} heads" in page
-    assert f"at most {data['context']} bytes" in page
-    assert f"its last {data['context'] // 2} bytes start a new one" in page
-    assert f"({data['vocab_size']} in all)" in page
-    assert f"(empty: all {data['vocab_size']})" in page
-    assert "The chart shows the 20 bytes" in page
+    stated = [
+        f"({data['size']:,} float32 numbers, about {4 * data['size'] / 1e6:.1f} MB)",
+        f"$d_{{\\text{{model}}}} = {data['d_model']}$",
+        f"{data['n_layers']} pre-LN decoder layers",
+        f"with {data['n_heads']} heads",
+        f"at most {data['context']} bytes",
+        f"its last {data['context'] // 2} bytes start a new one",
+        f"({data['vocab_size']} in all)",
+        f"(empty: all {data['vocab_size']})",
+        "The chart shows the 20 bytes",
+    ]
+    missing = [phrase for phrase in stated if phrase not in page]
+    assert not missing, f"the page no longer states: {missing}"
     assert "SHOWN = 20" in (ROOT / "book" / "lm_sampler.js").read_text()
     assert f"to $10^{{{int(np.log10(TOL))}}}$" in page
     # the default text opens a page of the test text
