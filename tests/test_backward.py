@@ -258,6 +258,10 @@ def test_cross_entropy_equals_torch(rng, label_smoothing, ignore_index):
     assert abs(got - want.item()) < TOL
     grad = mt.cross_entropy_backward(logits, targets, label_smoothing, ignore_index)
     assert max_abs(grad, z.grad) < TOL
+    # the training step's form: both from one log-softmax
+    loss, grad = mt.cross_entropy_with_grad(logits, targets, label_smoothing, ignore_index)
+    assert abs(loss - want.item()) < TOL
+    assert grad.shape == logits.shape and max_abs(grad, z.grad) < TOL
 
 
 def test_cross_entropy_by_hand():
@@ -267,6 +271,9 @@ def test_cross_entropy_by_hand():
     assert abs(mt.cross_entropy(logits, targets, 0.1) - np.log(2)) < 1e-15
     assert np.allclose(mt.cross_entropy_backward(logits, targets, 0.1), [[-0.45, 0.45]],
                        atol=1e-15, rtol=0)
+    loss, grad = mt.cross_entropy_with_grad(logits, targets, 0.1)
+    assert abs(loss - np.log(2)) < 1e-15
+    np.testing.assert_allclose(grad, [[-0.45, 0.45]], atol=1e-15, rtol=0)
 
 
 def test_cross_entropy_on_torch_tensors(rng):

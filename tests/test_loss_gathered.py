@@ -1,5 +1,6 @@
 """The training step's loss (``cross_entropy_with_grad``: the target's log-probability
-gathered, the softmax computed once) and LayerNorm's backward from the forward's saved
+gathered, the softmax computed once; its float64 NumPy oracle tests are beside
+``cross_entropy``'s in test_backward.py) and LayerNorm's backward from the forward's saved
 x̂ and 1/σ, against torch.nn.functional and torch.autograd (float64, the backward
 tests' tolerance)."""
 
@@ -18,31 +19,6 @@ TOL = 1e-10
 
 def leaf(a):
     return t64(a, requires_grad=True)
-
-
-@pytest.mark.parametrize("label_smoothing", [0.0, 0.1, 1.0])
-@pytest.mark.parametrize("ignore_index", [None, 0, -100])
-def test_cross_entropy_with_grad_equals_torch(rng, label_smoothing, ignore_index):
-    logits = rng.normal(size=(3, 5, 7)) * 3
-    targets = rng.integers(0, 7, size=(3, 5))
-    if ignore_index == -100:
-        targets[0, 1] = targets[2, 4] = -100
-    z = leaf(logits)
-    want = torch.nn.functional.cross_entropy(
-        z.reshape(-1, 7), torch.as_tensor(targets).ravel(), label_smoothing=label_smoothing,
-        ignore_index=-100 if ignore_index is None else ignore_index)
-    want.backward()
-    loss, grad = cross_entropy_with_grad(logits, targets, label_smoothing, ignore_index)
-    assert abs(loss - want.item()) < TOL
-    assert grad.shape == logits.shape and max_abs(grad, z.grad) < TOL
-
-
-def test_cross_entropy_with_grad_by_hand():
-    # Logits (0, 0): p = (1/2, 1/2). Target 0, ε = 0.1: ỹ = (0.95, 0.05), the loss
-    # −(0.95 + 0.05) log(1/2) = log 2, the gradient p − ỹ = (−0.45, 0.45).
-    loss, grad = cross_entropy_with_grad(np.zeros((1, 2)), np.array([0]), 0.1)
-    assert abs(loss - np.log(2)) < 1e-15
-    np.testing.assert_allclose(grad, [[-0.45, 0.45]], atol=1e-15, rtol=0)
 
 
 def test_cross_entropy_with_grad_float32_and_torch_tensors(rng):

@@ -19,6 +19,7 @@ raises no error and makes no request off the machine.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -297,6 +298,12 @@ def test_the_numbers_the_page_states(text):
     missing = [phrase for phrase in stated if phrase not in page]
     assert not missing, f"the page no longer states: {missing}"
     assert "SHOWN = 20" in (ROOT / "book" / "lm_sampler.js").read_text()
+    # the input limits the prose states are the script's
+    limits = re.search(r"MAX_CHARS = (\d+), MAX_BYTES = (\d+), MAX_SEED = (\d+);",
+                       (ROOT / "book" / "lm_sampler.js").read_text())
+    chars, n_bytes, seed = (int(v) for v in limits.groups())
+    assert f"(1 to {n_bytes} bytes a click, a seed from 0 to {seed:,}, a text of at most " \
+        f"{chars:,} characters)" in page
     assert f"to $10^{{{int(np.log10(TOL))}}}$" in page
     # the default text opens a page of the test text
     assert lm_data_text.load_text("test").startswith(lm_data_text.SEPARATOR + DEFAULT)
